@@ -16,6 +16,8 @@ Suites (see :data:`SUITES`):
   (``agentgym/SokobanLetters-v0``, ``agentgym/FrozenLakeLetters-v0``).
 * ``hotpotqa-dev``: 100 HotpotQA dev questions by index (``{"index": i}``), i.e. the 100-question
   distractor sample shipped with the shared data; a suite over the full dev set would be a new name.
+* ``hotpotqa-erl``: the same 100 questions on ``agentgym/HotpotQAERL-v0`` (ERL's setup: open setting,
+  5 retrieved paragraphs per search, answers in ``\\boxed{}``, 5 turns).
 """
 
 from __future__ import annotations
@@ -152,6 +154,13 @@ def _build() -> dict[str, Suite]:
             "1",
             "HotpotQA distractor dev: the 100-question sample, by index",
             tuple(SuiteTask("agentgym/HotpotQA-v0", EpisodeSpec(0, {"index": i})) for i in range(100)),
+            data=("hotpotqa",),
+        ),
+        Suite(
+            "hotpotqa-erl",
+            "1",
+            "HotpotQA in ERL's setup (open setting, top-5 search, boxed answer, 5 turns): the same 100 questions",
+            tuple(SuiteTask("agentgym/HotpotQAERL-v0", EpisodeSpec(0, {"index": i})) for i in range(100)),
             data=("hotpotqa",),
         ),
     ]

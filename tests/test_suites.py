@@ -63,6 +63,7 @@ def test_procedural_suites_play_with_the_expert(name):
         ("alfworld-eval", "agentgym.envs.alfworld.env", "alfworld"),
         ("webshop-test", "agentgym.envs.webshop.env", "webshop"),
         ("hotpotqa-dev", "agentgym.envs.hotpotqa.env", "hotpotqa"),
+        ("hotpotqa-erl", "agentgym.envs.hotpotqa.env", "hotpotqa"),
     ],
 )
 def test_data_backed_suites_reset_on_their_first_and_last_task(name, module, family):

@@ -146,8 +146,8 @@ TABLES: dict[str, dict[str, RowPlan]] = {
         "qwen3-4b-instruct-2507-erl": RowPlan("erl", {"sokoban-erl": "erl/erl_sokoban_qwen3-4b"}),
         "olmo-3-7b-rlvr": RowPlan("grpo", {"sokoban-erl": "erl/grpo_sokoban_olmo3-7b"}),
         "olmo-3-7b-erl": RowPlan("erl", {"sokoban-erl": "erl/erl_sokoban_olmo3-7b"}),
-        "not-stated-rlvr": RowPlan("grpo", {"hotpotqa-dev": "erl/grpo_hotpotqa_qwen3-4b"}),
-        "not-stated-erl": RowPlan("erl", {"hotpotqa-dev": "erl/erl_hotpotqa_qwen3-4b"}),
+        "not-stated-rlvr": RowPlan("grpo", {"hotpotqa-erl": "erl/grpo_hotpotqa_qwen3-4b"}),
+        "not-stated-erl": RowPlan("erl", {"hotpotqa-erl": "erl/erl_hotpotqa_qwen3-4b"}),
     },
 }
 
