@@ -368,8 +368,11 @@ PAPER_CONFIGS = sorted(
 )
 
 
-@pytest.mark.parametrize("path", PAPER_CONFIGS, ids=[p.stem for p in PAPER_CONFIGS])
-def test_paper_config_trains_one_iteration_with_a_tiny_model(tmp_path, path):
+CONFIG_CASES = [(p, None) for p in PAPER_CONFIGS] + [(PAPER_CONFIGS[-1], "rulebook")]
+
+
+@pytest.mark.parametrize("path,form", CONFIG_CASES, ids=[p.stem + (f"-{f}" if f else "") for p, f in CONFIG_CASES])
+def test_paper_config_trains_one_iteration_with_a_tiny_model(tmp_path, path, form):
     """Each table config on its own env, prompt style and reflection prompts, shrunk to a tiny model."""
     from agentgym.rl.config import load_config_file, make_args
     from agentgym.rl.trainer import param_vector
@@ -397,6 +400,8 @@ def test_paper_config_trains_one_iteration_with_a_tiny_model(tmp_path, path):
         plot=False,
         save_every=0,
     )
+    if form is not None:
+        cfg["reflection_form"] = form
     tr = ErlTrainer(make_args(Args, cfg))
     before = param_vector(tr.model)
     metrics = tr.fit()
