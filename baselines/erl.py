@@ -10,10 +10,12 @@ iteration is an experience -> reflection -> consolidation loop.
    task (same seed/options). When y2 succeeds, D becomes the memory.
 3. **RL** (GRPO advantages within each task's group, PPO-clip loss) on first attempts, on reflections
    (a reflection's reward is its second attempt's return) and on second attempts.
-4. **consolidation**: every successful second attempt is distilled into the policy *without* the reflection
-   in its context (each turn's prompt rebuilt from the original task prompt):
-   L_distill = -E[1(y2 succeeded) * log pi(y2 | x)]  (token mean), so at deployment the model acts well
-   with no reflection step. Total loss = PPO-clip(first, reflection, second) + consolidation_coef * L_distill
+4. **consolidation**: every second attempt with a positive return is distilled into the policy *without* the
+   reflection in its context (each turn's prompt rebuilt from the original task prompt):
+   L_distill = -E[w(r2) * log pi(y2 | x)], so at deployment the model acts well with no reflection step.
+   ``consolidation_weight="indicator"`` (default, the paper): w = 1(r2 > 0); ``"raft"`` (the authors' code:
+   distilled trajectories use verl's ``raft`` advantage, the outcome reward clamped at 0): w = max(r2, 0),
+   which weighs HotpotQA's partial answers by their F1. With 0/1 rewards the two are the same. Total loss = PPO-clip(first, reflection, second) + consolidation_coef * L_distill
    + beta * KL - entropy bonus.
 
 Two reflection forms (``reflection_form``, see ``agentgym/prompts/reflection.py``):
@@ -99,6 +101,8 @@ class Args(GrpoArgs):
     """RL on second attempts (in their reflection context)"""
     consolidation_coef: float = 1.0
     """weight of the consolidation (distillation) loss"""
+    consolidation_weight: str = "indicator"
+    """per second attempt: ``indicator`` 1(r2 > 0) (the paper) or ``raft`` max(r2, 0) (the authors' code)"""
     log_episodes: bool = True
     """write every attempt with its reflection to ``<run>/episodes.jsonl``"""
     loss_agg_mode: str = "seq-mean-token-sum"
@@ -135,7 +139,7 @@ def consolidation_loss(
     *,
     normalizer: float | torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """L_distill = -E[1(keep) * log pi(y2 | x)], token mean; ``keep`` is ``(B,)`` 1 for successful second attempts.
+    """L_distill = -E[keep * log pi(y2 | x)], token mean; ``keep`` is ``(B,)``: each row's weight w(r2) (0: not distilled).
 
     ``per_token_logps`` must come from the reflection-free context x (the distillation rows' prompts).
     """
@@ -170,6 +174,15 @@ def erl_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
         if k in result:
             result[k] = result[k] * scale
     return loss, result
+
+
+def consolidation_weight(second_return: float, mode: str) -> float:
+    """w(r2) of the distillation term: ``indicator`` 1(r2 > 0) (paper), ``raft`` max(r2, 0) (authors' code)."""
+    if mode == "indicator":
+        return 1.0 if second_return > 0 else 0.0
+    if mode == "raft":
+        return max(float(second_return), 0.0)
+    raise ValueError(f"consolidation_weight must be 'indicator' or 'raft', got {mode!r}")
 
 
 # -- the experience -> reflection -> second attempt step ------------------------------------------------------
@@ -217,6 +230,7 @@ class ErlTrainer(Trainer):
     def __init__(self, args: Args, **kw: Any) -> None:
         if args.reflection_form not in FORMS:
             raise ValueError(f"reflection_form must be one of {FORMS}, got {args.reflection_form!r}")
+        consolidation_weight(1.0, args.consolidation_weight)  # an unknown mode fails here, not after a rollout
         self.memory: str | None = None
         self.total_episodes = 0
         super().__init__(args, algo="erl", **kw)
@@ -416,7 +430,7 @@ class ErlTrainer(Trainer):
                 )
                 adv.append(0.0 if rebuild else ep_adv[t.episode])
                 rl_w.append(0.0 if rebuild else weight)
-                distill_w.append(1.0 if rebuild else 0.0)
+                distill_w.append(float(keep[t.episode]) if rebuild else 0.0)
 
         first_rewards, first_rets = shaped_returns(exp.first)
         first_adv = grouped_advantages(
@@ -456,7 +470,7 @@ class ErlTrainer(Trainer):
                     rl_w.append(float(a.train_reflection))
                     distill_w.append(0.0)
             if not a.no_consolidation:
-                keep = [is_success(ep, a.success_threshold) for ep in exp.second.episodes]
+                keep = [consolidation_weight(ep.total_return, a.consolidation_weight) for ep in exp.second.episodes]
                 add_turns(
                     exp.second,
                     second_rewards,

@@ -224,6 +224,25 @@ def test_failed_first_attempt_gets_reflection_second_attempt_and_rewards(tmp_pat
     assert any(e.extras["erl"]["attempt"] == 2 for e in logged)
 
 
+def test_consolidation_weight_indicator_or_raft_of_the_second_return(tmp_path):
+    from baselines.erl import consolidation_weight
+
+    assert [consolidation_weight(r, "indicator") for r in (1.0, 0.4, 0.0, -0.3)] == [1.0, 1.0, 0.0, 0.0]
+    assert [consolidation_weight(r, "raft") for r in (1.0, 0.4, 0.0, -0.3)] == [1.0, 0.4, 0.0, 0.0]
+    with pytest.raises(ValueError, match="consolidation_weight"):
+        make_trainer(tmp_path / "bad", consolidation_weight="sft")
+    # a partial second attempt (HotpotQA F1 0.4, say) is distilled: weight 1 (paper) or 0.4 (authors' code)
+    for mode, expected in (("indicator", 1.0), ("raft", 0.4)):
+        tr = make_trainer(tmp_path / mode, consolidation_weight=mode)
+        tr.generator = ScriptedPolicy(tr.tokenizer, fail=WORDS)  # every second attempt fails (return 0)
+        exp = tr.experience(tr.next_tasks(), seed=0)
+        exp.second.episodes[0].steps[-1].reward = 0.4
+        batch, _ = tr.erl_batch(exp)
+        cons = [i for i, m in enumerate(batch.meta) if m["part"] == "consolidation"]
+        assert [batch.meta[i]["episode"] for i in cons] == [0]  # only the attempt with a positive return
+        assert batch["distill_weight"][cons].tolist() == pytest.approx([expected])
+
+
 def test_memory_updates_only_when_the_second_attempt_succeeds(tmp_path):
     tr = make_trainer(tmp_path)
     tasks = tr.next_tasks()
