@@ -92,7 +92,7 @@ class Args(GrpoArgs):
     no_reflection: bool = False
     """ablation: the second attempt sees the raw first attempt + feedback, no model-written reflection"""
     no_consolidation: bool = False
-    """ablation: no distillation of successful second attempts into the reflection-free context"""
+    """ablation: no distillation of rewarded second attempts (r2 > 0) into the reflection-free context"""
     train_first_attempt: bool = True
     """RL on first attempts"""
     train_reflection: bool = True
