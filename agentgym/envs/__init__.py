@@ -115,3 +115,10 @@ register(
     entry_point="agentgym.envs.echo:EchoBanditEnv",
     max_episode_steps=3,
 )
+# The same with a cue instead of the word: only the feedback after a miss names the answer (ERL's toy).
+register(
+    id="agentgym/EchoBanditHidden-v0",
+    entry_point="agentgym.envs.echo:EchoBanditEnv",
+    max_episode_steps=3,
+    kwargs={"hidden": True},
+)

@@ -25,7 +25,11 @@ class EchoBanditEnv(TextEnv):
     Text: one word (case and surrounding spaces ignored).
 
     ## Observation Space
-    Text: ``"Say the word: <w>."`` (after a miss: ``"Wrong. Say the word: <w>."``).
+    Text: ``"Say the word: <w>."`` (after a miss: ``"Wrong. Say the word: <w>."``). With ``hidden=True`` the
+    observation names a cue instead, ``"Say the word after: <c>."`` (the target is the word after ``c`` in
+    the fixed cycle of 8 words), and only the feedback after a miss gives the answer:
+    ``"Wrong. The word after <c> is <w>."`` -- a task where a retry with the feedback in context knows more
+    than the first attempt (the situation ERL's reflections are for).
 
     ## Starting State
     The target word and the order of the 4 admissible words are drawn from ``self.np_random``.
@@ -41,34 +45,46 @@ class EchoBanditEnv(TextEnv):
     ``task_id`` (the target word), ``admissible_actions`` (4 words, the target among them), ``task``.
 
     ## Arguments
-    ``num_choices``: how many admissible words are listed (2..8).
+    ``num_choices``: how many admissible words are listed (2..8). ``hidden``: show a cue, not the word.
 
     ## Registered Configurations
-    ``agentgym/EchoBandit-v0``: 3 turns at most.
+    ``agentgym/EchoBandit-v0``: 3 turns at most. ``agentgym/EchoBanditHidden-v0``: the same with ``hidden=True``.
 
     ## Version History
     * v0: first version (test env of the LLM agents stack).
     """
 
-    def __init__(self, num_choices: int = 4, render_mode: str | None = None) -> None:
+    def __init__(self, num_choices: int = 4, hidden: bool = False, render_mode: str | None = None) -> None:
         super().__init__(render_mode=render_mode)
         if not 2 <= num_choices <= len(WORDS):
             raise ValueError(f"num_choices must be in 2..{len(WORDS)}, got {num_choices}")
         self.num_choices = num_choices
+        self.hidden = bool(hidden)
         self.target = WORDS[0]
         self.choices: list[str] = []
 
     def _info(self, **kw: Any) -> dict[str, Any]:
-        return self.make_info(
-            task_id=self.target, admissible_actions=list(self.choices), task=f"say the word {self.target}.", **kw
-        )
+        task = f"say the word after {self.cue}." if self.hidden else f"say the word {self.target}."
+        return self.make_info(task_id=self.target, admissible_actions=list(self.choices), task=task, **kw)
+
+    @property
+    def cue(self) -> str:
+        """The word before the target in the fixed cycle (what ``hidden=True`` shows)."""
+        return WORDS[(WORDS.index(self.target) - 1) % len(WORDS)]
+
+    def _prompt(self, missed: bool) -> str:
+        if self.hidden:
+            return (
+                f"Wrong. The word after {self.cue} is {self.target}." if missed else f"Say the word after: {self.cue}."
+            )
+        return f"Wrong. Say the word: {self.target}." if missed else f"Say the word: {self.target}."
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
         idx = self.np_random.permutation(len(WORDS))[: self.num_choices]
         self.choices = [WORDS[i] for i in idx]
         self.target = self.choices[int(self.np_random.integers(self.num_choices))]
-        self._last_observation = f"Say the word: {self.target}."
+        self._last_observation = self._prompt(missed=False)
         return self._last_observation, self._info()
 
     def step(self, action: str):
@@ -77,7 +93,7 @@ class EchoBanditEnv(TextEnv):
             self._last_observation = "Correct."
             return self._last_observation, 1.0, True, False, self._info(success=True)
         valid = word in self.choices
-        self._last_observation = f"Wrong. Say the word: {self.target}."
+        self._last_observation = self._prompt(missed=True)
         reason = None if valid else f"{word!r} is not one of {', '.join(self.choices)}"
         return self._last_observation, 0.0, False, False, self._info(is_action_valid=valid, invalid_reason=reason)
 
