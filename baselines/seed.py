@@ -343,7 +343,7 @@ class SeedTrainer(Trainer):
         if not a.no_sft and not self.sft_done and self.iteration == 0:
             sft_stats = self.sft_stage()
             if self.ref_model is not None:  # the KL anchor is the SFT model, as for any RL after SFT
-                self.ref_model.load_state_dict(self.model.state_dict())
+                self.sync_reference()
         it = self.iteration
         t_start = time.perf_counter()
         rb = self.play(self.next_tasks(), group_size=a.group_size, seed=a.seed * 7919 + it * 104_729)

@@ -10,6 +10,17 @@ its own share of the tasks (rollouts are embarrassingly parallel) and the gradie
 * ``strategy="fsdp"`` (1.5B/7B): ``torch.distributed.fsdp.fully_shard`` on every decoder layer, so their
   parameters, gradients and optimizer states are sharded; the embeddings, final norm and head stay
   replicated and are averaged like DDP.
+
+Ranks play different episodes, so they make different numbers of forward calls (one generate per turn,
+episodes ending at different turns, different row counts). FSDP2 all-gathers a layer on every forward,
+so uneven counts would deadlock. Two rules keep every rank in step (``agentgym.rl.trainer``):
+
+* between updates the policy's layers stay *gathered* (:func:`gather_for_inference`: one all-gather per
+  update, then generation, scoring and validation are local, like the full-weight rollout copy of verl's
+  hybrid engine); :func:`reshard_for_training` shards them again before the next update;
+* sharded forwards that remain (training micro-batches, the reference model and the critic in scoring)
+  run the same number of times on every rank: counts are padded to :func:`max_over_ranks` with
+  zero-weighted dummy micro-batches.
 """
 
 from __future__ import annotations
@@ -59,13 +70,55 @@ def shard_model(model: Any, strategy: str, info: DistInfo) -> Any:
         raise ValueError(f"unknown distributed strategy {strategy!r}: use ddp or fsdp")
     from torch.distributed.fsdp import fully_shard
 
-    backbone = getattr(model, getattr(model, "base_model_prefix", "model"))
+    backbone = getattr(model, getattr(model, "base_model_prefix", "model"), None)
+    if backbone is None:
+        backbone = getattr(model, "backbone", None)  # agentgym.rl.critic.ValueModel
     layers = getattr(backbone, "layers", None)
     if layers is None:
         raise TypeError(f"{type(model).__name__} has no decoder .layers to shard; use --distributed ddp")
     for layer in layers:
         fully_shard(layer)
     return model
+
+
+def fsdp_modules(model: Any) -> list[Any]:
+    """The FSDP2-sharded submodules of ``model`` (empty when nothing is sharded)."""
+    if model is None:
+        return []
+    try:
+        from torch.distributed.fsdp import FSDPModule
+    except ImportError:  # pragma: no cover - torch without FSDP2
+        return []
+    return [m for m in model.modules() if isinstance(m, FSDPModule)]
+
+
+def gather_for_inference(model: Any) -> None:
+    """All-gather every sharded layer and keep it whole, so forwards make no collective calls.
+
+    A collective call: every rank must make it at the same point. Undone by :func:`reshard_for_training`.
+    """
+    for m in fsdp_modules(model):
+        m.unshard()
+        m.set_reshard_after_forward(False)
+
+
+def reshard_for_training(model: Any) -> None:
+    """Free the gathered weights again: forwards all-gather each layer and backward reduce-scatters it."""
+    for m in fsdp_modules(model):
+        m.set_reshard_after_forward(True)
+        m.reshard()
+
+
+def max_over_ranks(n: int, info: DistInfo) -> int:
+    """The largest ``n`` over all ranks (``n`` itself when not distributed); a collective call."""
+    if not info.enabled:
+        return int(n)
+    import torch.distributed as dist
+
+    device = f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([int(n)], dtype=torch.long, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t.item())
 
 
 def average_gradients(model: Any, info: DistInfo) -> None:

@@ -41,8 +41,11 @@ from agentgym.rl.distributed import (
     average_gradients,
     clip_grad_norm,
     full_state_dicts,
+    gather_for_inference,
     init_distributed,
     load_full_state_dicts,
+    max_over_ranks,
+    reshard_for_training,
     shard_model,
 )
 from agentgym.rl.logprobs import forward_completion
@@ -138,32 +141,36 @@ class Trainer:
         if args.gradient_checkpointing:
             self.model.gradient_checkpointing_enable()
             self.model.config.use_cache = False
+        strategy = getattr(args, "distributed", "ddp")
+        self.sharded = self.dist.enabled and strategy == "fsdp"
         self.ref_model = None
         if args.beta > 0:
             self.ref_model = copy.deepcopy(self.model).eval()
             for p in self.ref_model.parameters():
                 p.requires_grad_(False)
-        self.model = shard_model(self.model, getattr(args, "distributed", "ddp"), self.dist)
-        self.model.train()
-        self.optimizer = torch.optim.AdamW(
-            [p for p in self.model.parameters() if p.requires_grad],
-            lr=args.learning_rate,
-            weight_decay=args.weight_decay,
-        )
+            self.ref_model = shard_model(self.ref_model, strategy, self.dist)
         self.critic = None
         self.critic_optimizer = None
         if use_critic:
             from agentgym.rl.critic import ValueModel
 
-            self.critic = ValueModel.from_causal_lm(self.model)
+            self.critic = ValueModel.from_causal_lm(self.model)  # from the whole model, then sharded like it
             if args.gradient_checkpointing:
                 self.critic.gradient_checkpointing_enable()
+            self.critic = shard_model(self.critic, strategy, self.dist)
             self.critic.train()
             self.critic_optimizer = torch.optim.AdamW(
                 self.critic.parameters(),
                 lr=float(getattr(args, "critic_learning_rate", 1e-5)),
                 weight_decay=args.weight_decay,
             )
+        self.model = shard_model(self.model, strategy, self.dist)
+        self.model.train()
+        self.optimizer = torch.optim.AdamW(
+            [p for p in self.model.parameters() if p.requires_grad],
+            lr=args.learning_rate,
+            weight_decay=args.weight_decay,
+        )
         from agentgym.rl.generation import HFGenerator
 
         self.generator = HFGenerator(self.model, self.tokenizer)
@@ -186,6 +193,8 @@ class Trainer:
         )
         self._pool = None
         self._closeables: list[Any] = []  # closed when fit() ends (episode writers, ...)
+        if self.sharded:  # rollouts and scoring run on whole layers (see agentgym.rl.distributed)
+            gather_for_inference(self.model)
 
     def _set_aside_old_run(self) -> None:
         """A fresh run into a used run folder: move the old run to ``<run_dir>.old-N`` (never mix, never delete)."""
@@ -350,8 +359,19 @@ class Trainer:
         mbs = max(1, self.args.micro_batch_size)
         was_training = self.model.training
         self.model.eval()  # no dropout in scoring (the training forward's dropout is 0 for our models too)
-        for s in range(0, B, mbs):
+        n_mb = -(-B // mbs)
+        if self.sharded and (self.ref_model is not None or self.critic is not None):
+            n_mb = max_over_ranks(n_mb, self.dist)  # sharded ref/critic forwards: the same count on every rank
+        for k in range(n_mb):
+            s = k * mbs
             rows = list(range(s, min(B, s + mbs)))
+            if not rows:  # padding for the other ranks: a forward whose output is dropped
+                mb = batch.select([0]).to(self.device)
+                if self.ref_model is not None:
+                    self.forward(mb, model=self.ref_model)
+                if self.critic is not None:
+                    self.critic_values(mb)
+                continue
             mb = batch.select(rows).to(self.device)
             t_mb = mb.completion_length
             t0 = time.perf_counter()
@@ -401,19 +421,34 @@ class Trainer:
         totals: dict[str, float] = {}
         weight = 0.0
         grad_norms = []
+        if self.sharded:
+            reshard_for_training(self.model)
+        # Every rank takes the same number of optimizer steps (gradients are averaged at each) and, when
+        # sharded, the same number of forward/backward passes: missing ones are zero-weighted dummies.
+        n_mini = max_over_ranks(-(-B // mini), self.dist)
         for _ in range(a.update_epochs):
             perm = torch.randperm(B, generator=g).tolist()
-            for s in range(0, B, mini):
-                rows = perm[s : s + mini]
+            for i in range(n_mini):
+                rows = perm[i * mini : (i + 1) * mini]
+                real = bool(rows)
+                rows = rows or perm[:1]
                 n_tokens = float(batch["completion_mask"][rows].sum().clamp(min=1.0))
                 n_rows = float(len(rows))
                 for _, opt in self._optimizers():
                     opt.zero_grad(set_to_none=True)
-                for m in range(0, len(rows), micro):
-                    sub = rows[m : m + micro]
-                    mb = batch.select(sub).to(self.device)
+                n_micro = -(-len(rows) // micro)
+                if self.sharded:
+                    n_micro = max_over_ranks(n_micro, self.dist)
+                for m in range(n_micro):
+                    sub = rows[m * micro : (m + 1) * micro]
+                    dummy = not (real and sub)
+                    mb = batch.select(sub or rows[:1]).to(self.device)
                     loss, stats = loss_fn(self, mb, n_tokens, n_rows)
+                    if dummy:
+                        loss = loss * 0.0
                     loss.backward()
+                    if dummy:
+                        continue
                     w = float(mb["completion_mask"].sum())
                     for k, v in stats.items():
                         totals[k] = totals.get(k, 0.0) + float(v) * w
@@ -426,6 +461,8 @@ class Trainer:
                         if module is self.model:
                             grad_norms.append(float(norm))
                     opt.step()
+        if self.sharded:
+            gather_for_inference(self.model)  # the next rollouts run on whole layers
         out = {k: v / max(weight, 1.0) for k, v in totals.items()}
         if grad_norms:
             out["losses/grad_norm"] = float(np.mean(grad_norms))
@@ -475,8 +512,30 @@ class Trainer:
         self.iteration = int(state["iteration"])
         self.history = list(state.get("history", []))
 
+    def sync_reference(self) -> None:
+        """Make the reference model a copy of the current policy (collective when sharded)."""
+        if self.ref_model is None:
+            return
+        if not self.sharded:
+            self.ref_model.load_state_dict(self.model.state_dict())
+            return
+        from torch.distributed.checkpoint.state_dict import (
+            StateDictOptions,
+            get_model_state_dict,
+            set_model_state_dict,
+        )
+
+        reshard_for_training(self.model)
+        full = get_model_state_dict(self.model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+        gather_for_inference(self.model)
+        set_model_state_dict(self.ref_model, full, options=StateDictOptions(full_state_dict=True))
+
     def save(self) -> None:
+        if self.sharded:
+            reshard_for_training(self.model)  # state dicts are gathered from the shards
         state = self.state_dict()  # collective when the model is sharded: every rank takes part
+        if self.sharded:
+            gather_for_inference(self.model)
         if self.dist.is_main:
             save_checkpoint(self.run_dir, self.iteration, state)
 
