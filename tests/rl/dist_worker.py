@@ -1,4 +1,4 @@
-"""Run by tests/rl/test_distributed.py under ``torchrun --nproc_per_node 2``: train, then report per rank.
+"""A manual multi-process check: run under ``torchrun --nproc_per_node 2``, train, then report per rank.
 
 Usage: ``torchrun --nproc_per_node 2 tests/rl/dist_worker.py ALGO STRATEGY OUT_DIR``. Rank 0 plays 2 tasks and
 rank 1 one (``num_tasks: 3``), episodes last 1-3 turns, so the ranks' row and forward counts differ.
@@ -18,50 +18,39 @@ if __package__ in (None, ""):
 import torch
 
 from agentgym.rl.distributed import reshard_for_training
-
-WORDS = ["apple", "river", "stone", "cloud", "green", "light", "table", "music"]
+from agentgym.rl.testing import tiny_echo_args
 
 
 def main(algo: str, strategy: str, out: str) -> None:
     torch.set_num_threads(1)
     common = dict(
-        model="tiny",
-        env_id="agentgym/EchoBandit-v0",
-        prompt_style="bare",
-        restrict_vocab=WORDS,
-        max_new_tokens=1,
         num_tasks=3,
-        group_size=2,
-        total_iterations=2,
         learning_rate=1e-2,
         mini_batch_size=4,
         micro_batch_size=2,
         beta=0.01,
         save_every=1,
         distributed=strategy,
-        output_dir=out,
-        exp_name=f"{algo}-{strategy}",
-        progress=False,
-        plot=False,
     )
+    run_dir = Path(out) / f"{algo}-{strategy}"
     if algo == "grpo":
         import baselines.grpo as m
         from agentgym.rl.trainer import Trainer
 
-        tr = Trainer(m.Args(**common), algo="grpo")
+        tr = Trainer(tiny_echo_args(m.Args, run_dir, **common), algo="grpo")
         tr.fit(m.compute_advantages, m.policy_loss)
     elif algo == "ppo":
         import baselines.ppo as m
         from agentgym.rl.trainer import Trainer
 
         common.update(group_size=1)
-        tr = Trainer(m.Args(**common), algo="ppo", use_critic=True)
+        tr = Trainer(tiny_echo_args(m.Args, run_dir, **common), algo="ppo", use_critic=True)
         tr.fit(m.compute_advantages, m.ppo_loss)
     elif algo == "erl":
         import baselines.erl as m
 
         common.update(max_turns=1, reflection_max_new_tokens=3)
-        tr = m.ErlTrainer(m.Args(**common))
+        tr = m.ErlTrainer(tiny_echo_args(m.Args, run_dir, **common))
         tr.fit()
     else:
         raise SystemExit(f"unknown algo {algo}")
