@@ -7,7 +7,6 @@ and, on restart, skips the episodes the log already holds.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,28 +14,9 @@ from typing import Any
 
 import gymnasium as gym
 
-from agentgym.agents.base import AgentInput, agent_config
+from agentgym.agents.base import agent_config
 from agentgym.episodes import Episode, EpisodeBuilder, JsonlWriter, iter_episodes, summarize, to_jsonable
-
-
-@dataclass(frozen=True)
-class EpisodeSpec:
-    """Which episode to play: the reset seed and options (e.g. ``{"split": "valid_unseen", "index": 3}``)."""
-
-    seed: int | None
-    options: dict[str, Any] | None = None
-
-    def key(self) -> str:
-        return json.dumps([self.seed, self.options], sort_keys=True)
-
-
-def episode_key(episode: Episode) -> str:
-    return EpisodeSpec(episode.seed, episode.options).key()
-
-
-def seed_specs(n: int, seed: int = 0, options: dict[str, Any] | None = None) -> list[EpisodeSpec]:
-    """``n`` episodes with consecutive seeds ``seed, seed+1, ...``."""
-    return [EpisodeSpec(seed + i, options) for i in range(n)]
+from agentgym.records import AgentInput, EpisodeSpec, episode_key
 
 
 @dataclass

@@ -51,7 +51,6 @@ if __package__ in (None, ""):  # `python baselines/erl.py`: make the checkout im
 import numpy as np
 import torch
 
-from agentgym.evaluation import EpisodeSpec
 from agentgym.prompts.reflection import (
     FORMS,
     build_reflection_messages,
@@ -60,6 +59,7 @@ from agentgym.prompts.reflection import (
     raw_attempt_context,
     reflection_record,
 )
+from agentgym.records import EpisodeSpec
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, build_batch
 from agentgym.rl.config import parse_args
 from agentgym.rl.distributed import all_gather_objects

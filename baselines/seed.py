@@ -41,8 +41,8 @@ if __package__ in (None, ""):  # `python baselines/seed.py`: make the checkout i
 import numpy as np
 import torch
 
-from agentgym.evaluation import EpisodeSpec
 from agentgym.prompts.lesson import build_lesson_messages
+from agentgym.records import EpisodeSpec
 from agentgym.rl.batch import TurnBatch, build_batch
 from agentgym.rl.config import parse_args
 from agentgym.rl.hooks import LessonWriter, chat_analyser, encode_chat

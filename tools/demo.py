@@ -73,7 +73,7 @@ def scripted(out: Path, n: int) -> None:
 
 def smollm2(out: Path, n: int) -> None:
     from agentgym.agents import from_spec
-    from agentgym.rl.model import smollm2_checkpoint
+    from agentgym.models.loading import smollm2_checkpoint
 
     print("\n## 2. SmolLM2-135M-Instruct (real instruct model, CPU, temperature 0.4)\n")
     t0 = time.perf_counter()

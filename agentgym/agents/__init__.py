@@ -3,7 +3,7 @@
 :func:`from_spec` builds the model agents from command-line specs (``agentgym eval --agent SPEC``):
 
 * ``hf:ID_OR_PATH`` -- :class:`LLMAgent` over transformers (``hf:smollm2`` = the offline SmolLM2-135M).
-* ``openai:MODEL`` -- :class:`OpenAIAgent` (``--base-url URL`` for vLLM, TGI or ``agentgym.rl.serve``).
+* ``openai:MODEL`` -- :class:`OpenAIAgent` (``--base-url URL`` for vLLM, TGI or ``agentgym.models.serve``).
 * ``react:hf:ID`` / ``react:openai:MODEL`` (``react:ID`` means ``react:hf:ID``) -- :class:`ReActAgent`.
 * ``reflexion:...`` -- :class:`ReflexionAgent` (same back-end forms).
 """

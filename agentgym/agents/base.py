@@ -9,41 +9,11 @@ and token counts that the episode log keeps.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-
-@dataclass
-class AgentInput:
-    """What an agent knows about one live episode when it must act."""
-
-    env_id: str
-    observation: str
-    info: dict[str, Any]
-    first_observation: str = ""
-    history: list[tuple[str, str]] = field(default_factory=list)  # (observation, action) before this turn
-    task_id: str | None = None
-    episode_index: int = 0
-    #: Filled by the runner only for agents with ``privileged = True`` (experts): the env's expert move.
-    expert_action: str | None = None
-
-    @property
-    def turn(self) -> int:
-        return len(self.history)
-
-
-@dataclass
-class AgentAction:
-    """An agent's answer for one episode."""
-
-    action: str
-    output: str | None = None  # raw model text; None for scripted agents
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    format_valid: bool = True  # False when the output could not be parsed into an action
-    extras: dict[str, Any] = field(default_factory=dict)
+from agentgym.records import AgentAction, AgentInput
 
 
 @runtime_checkable

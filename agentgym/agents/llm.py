@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgym.agents.base import AgentAction, AgentInput
 from agentgym.prompts import PromptTemplate, get_template
+from agentgym.records import AgentAction, AgentInput
 
 
 @dataclass
@@ -37,7 +37,7 @@ class HFChat:
     Args:
         model: HF id, local folder, ``"smollm2"`` (the offline SmolLM2-135M checkpoint), or a loaded model.
         tokenizer: needed when ``model`` is a loaded model.
-        device, dtype: see :func:`agentgym.rl.model.load_model`.
+        device, dtype: see :func:`agentgym.models.loading.load_model`.
         max_prompt_tokens: longer prompts keep their last tokens (a warning counter is kept).
     """
 
@@ -51,10 +51,10 @@ class HFChat:
         max_prompt_tokens: int = 4096,
     ) -> None:
         # The generator is a leaf module of agentgym.rl with no env/agent imports, so no import cycle.
-        from agentgym.rl.generation import HFGenerator
+        from agentgym.models.generation import HFGenerator
 
         if isinstance(model, (str, Path)):
-            from agentgym.rl.model import load_model
+            from agentgym.models.loading import load_model
 
             self.model_name = str(model)
             model, tokenizer = load_model(model, dtype=dtype, device=device)
@@ -68,7 +68,7 @@ class HFChat:
         self.truncated_prompts = 0
 
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        from agentgym.rl.generation import chat_prompt_ids
+        from agentgym.models.generation import chat_prompt_ids
 
         ids = chat_prompt_ids(self.tokenizer, messages)
         if len(ids) > self.max_prompt_tokens:

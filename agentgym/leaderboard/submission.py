@@ -181,7 +181,7 @@ def write_submission(
 
 
 def _spec_of(ep: Any):
-    from agentgym.evaluation import EpisodeSpec
+    from agentgym.records import EpisodeSpec
 
     return EpisodeSpec(ep.seed, ep.options)
 

@@ -502,7 +502,7 @@ def _verify(
 
 
 def _spec(ep: Episode):
-    from agentgym.evaluation import EpisodeSpec
+    from agentgym.records import EpisodeSpec
 
     return EpisodeSpec(ep.seed, ep.options)
 

@@ -15,8 +15,8 @@ The prose is our paraphrase.
 
 from __future__ import annotations
 
-from agentgym.agents.base import AgentInput
 from agentgym.prompts.base import PromptTemplate, history_window
+from agentgym.records import AgentInput
 
 _RAGEN_SYSTEM = "You're a helpful assistant. You are a good game player, aiming to get high reward in the game."
 

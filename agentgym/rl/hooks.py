@@ -148,7 +148,7 @@ class ReflectionLog(DeferredHooks):
 
 def encode_chat(tokenizer: Any, messages: list[dict[str, str]], max_tokens: int | None = None) -> list[int]:
     """Token ids of a chat with the generation prompt; keeps the *last* ``max_tokens`` ids if too long."""
-    from agentgym.rl.generation import chat_prompt_ids
+    from agentgym.models.generation import chat_prompt_ids
 
     ids = chat_prompt_ids(tokenizer, messages)
     if max_tokens is not None and len(ids) > max_tokens:

@@ -18,12 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentgym.agents.base import AgentInput
 from agentgym.envpool import EnvPool
 from agentgym.episodes import Episode, EpisodeBuilder
-from agentgym.evaluation import EpisodeSpec
+from agentgym.models.generation import chat_prompt_ids
 from agentgym.prompts import PromptTemplate, get_template
-from agentgym.rl.generation import chat_prompt_ids
+from agentgym.records import AgentInput, EpisodeSpec
 
 
 @dataclass
@@ -175,7 +174,7 @@ def collect_rollouts(
     """Play ``len(tasks) * group_size`` episodes with one batched generation per turn.
 
     Args:
-        generator: an :class:`~agentgym.rl.generation.HFGenerator` (or anything with its ``generate``).
+        generator: an :class:`~agentgym.models.generation.HFGenerator` (or anything with its ``generate``).
         tokenizer: the policy's tokenizer (chat template).
         env_id: registered env id.
         tasks: one :class:`EpisodeSpec` per group.

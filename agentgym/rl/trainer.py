@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentgym.evaluation import EpisodeSpec
+from agentgym.records import EpisodeSpec
 from agentgym.rl.batch import TurnBatch, build_batch
 from agentgym.rl.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from agentgym.rl.config import Args, to_dict
@@ -65,13 +65,13 @@ def seed_everything(seed: int) -> None:
 def load_policy(args: Args, device: str) -> tuple[Any, Any]:
     """The policy and tokenizer named by ``args.model`` (``tiny``: a tiny random Llama, built in memory)."""
     if args.model == "tiny":
-        from agentgym.rl.tiny import make_tiny_model
+        from agentgym.models.tiny import make_tiny_model
 
         model, tokenizer = make_tiny_model(None, seed=args.seed)
         dtype = getattr(torch, args.dtype) if args.dtype not in ("auto", None) else None
         model = model.to(device=device, dtype=dtype) if dtype is not None else model.to(device)
         return model, tokenizer
-    from agentgym.rl.model import load_model
+    from agentgym.models.loading import load_model
 
     return load_model(args.model, dtype=args.dtype, device=device)
 
@@ -171,7 +171,7 @@ class Trainer:
             lr=args.learning_rate,
             weight_decay=args.weight_decay,
         )
-        from agentgym.rl.generation import HFGenerator
+        from agentgym.models.generation import HFGenerator
 
         self.generator = HFGenerator(self.model, self.tokenizer)
         self.template = self._template()

@@ -14,7 +14,7 @@ from agentgym.agents.openai_agent import OpenAIAgent
 from agentgym.agents.react import ReActAgent
 from agentgym.agents.reflexion import ReflexionAgent, run_reflexion
 from agentgym.evaluation import run_episodes, seed_specs
-from agentgym.rl.tiny import make_tiny_model
+from agentgym.models.tiny import make_tiny_model
 
 # Tiny models run fastest on one thread, and a busy 2-core machine makes two OpenMP threads spin at every
 # op barrier: measured 20.5 s vs 1.2 s for 8 x 32 tokens under load (see the AGENTS report).
@@ -109,7 +109,7 @@ def test_react_agent_keeps_whole_trajectory(tiny):
 
 # -- OpenAI client against our server ----------------------------------------------------------------
 def test_openai_agent_against_local_server(tiny):
-    from agentgym.rl.serve import ServerThread
+    from agentgym.models.serve import ServerThread
 
     model, tok = tiny
     server = ServerThread(model, tok, name="tiny")

@@ -14,7 +14,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def smollm2():
-    from agentgym.rl.model import load_model, smollm2_checkpoint
+    from agentgym.models.loading import load_model, smollm2_checkpoint
 
     path = smollm2_checkpoint()
     assert smollm2_checkpoint() == path  # the second call reuses the folder
@@ -30,7 +30,7 @@ def test_checkpoint_loads_as_llama(smollm2):
 
 
 def test_answers_coherently(smollm2):
-    from agentgym.rl.generation import HFGenerator, chat_prompt_ids
+    from agentgym.models.generation import HFGenerator, chat_prompt_ids
 
     _, model, tok = smollm2
     gen = HFGenerator(model, tok)

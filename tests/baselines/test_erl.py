@@ -97,7 +97,7 @@ import re  # noqa: E402
 
 import torch  # noqa: E402
 
-from agentgym.rl.generation import Completion  # noqa: E402
+from agentgym.models.generation import Completion  # noqa: E402
 from baselines.erl import Args, ErlTrainer, consolidation_loss, grouped_advantages  # noqa: E402
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from agentgym.models.generation import HFGenerator
+from agentgym.models.tiny import make_tiny_model
 from agentgym.rl.batch import build_batch
-from agentgym.rl.generation import HFGenerator
 from agentgym.rl.logprobs import forward_completion
 from agentgym.rl.testing import learning_run, smoke_and_resume, tiny_echo_args
-from agentgym.rl.tiny import make_tiny_model
 from agentgym.rl.trainer import Trainer
 from baselines import sapo
 

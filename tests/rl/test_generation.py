@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agentgym.rl.generation import HFGenerator, chat_prompt_ids
-from agentgym.rl.tiny import make_tiny_model
+from agentgym.models.generation import HFGenerator, chat_prompt_ids
+from agentgym.models.tiny import make_tiny_model
 
 # Tiny models run fastest on one thread, and a busy 2-core machine makes two OpenMP threads spin at every
 # op barrier: measured 20.5 s vs 1.2 s for 8 x 32 tokens under load (see the AGENTS report).

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from agentgym.models.generation import HFGenerator
+from agentgym.models.tiny import make_tiny_model
 from agentgym.rl.batch import build_batch
-from agentgym.rl.generation import HFGenerator
 from agentgym.rl.logprobs import entropy_from_logits, forward_completion, per_token_logps
 from agentgym.rl.losses import low_var_kl, ppo_clip_loss
-from agentgym.rl.tiny import make_tiny_model
 
 
 @pytest.fixture(scope="module")

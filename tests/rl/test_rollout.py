@@ -9,9 +9,9 @@ import torch
 
 from agentgym.episodes import JsonlWriter, read_episodes
 from agentgym.evaluation import EpisodeSpec, seed_specs
-from agentgym.rl.generation import Completion, HFGenerator
+from agentgym.models.generation import Completion, HFGenerator
+from agentgym.models.tiny import make_tiny_model
 from agentgym.rl.rollout import collect_rollouts
-from agentgym.rl.tiny import make_tiny_model
 
 # Tiny models run fastest on one thread, and a busy 2-core machine makes two OpenMP threads spin at every
 # op barrier: measured 20.5 s vs 1.2 s for 8 x 32 tokens under load (see the AGENTS report).

@@ -12,8 +12,8 @@ def test_vllm_greedy_matches_hf(tmp_path):
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device")
-    from agentgym.rl.generation import HFGenerator, VLLMGenerator, chat_prompt_ids
-    from agentgym.rl.tiny import make_tiny_model
+    from agentgym.models.generation import HFGenerator, VLLMGenerator, chat_prompt_ids
+    from agentgym.models.tiny import make_tiny_model
 
     model, tok = make_tiny_model(tmp_path, seed=0)
     prompts = [chat_prompt_ids(tok, [{"role": "user", "content": t}]) for t in ("up", "say apple " * 4)]

@@ -63,7 +63,7 @@ def load_model(name_or_path: str | Path, *, dtype: Any = None, device: Any = Non
     except OSError as exc:
         raise OSError(
             f"cannot load model {name_or_path!r}: {exc}\n(no network here: use a local folder, "
-            "`agentgym.rl.model.smollm2_checkpoint()` or a model already in the HF cache)"
+            "`agentgym.models.loading.smollm2_checkpoint()` or a model already in the HF cache)"
         ) from exc
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token

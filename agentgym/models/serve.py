@@ -6,7 +6,7 @@ a worker thread takes every request waiting in the queue (up to ``max_batch``) t
 sampling settings and answers them with **one** batched ``generate`` call, so N agents' requests of
 one turn cost about one generation. Run it with::
 
-    python -m agentgym.rl.serve --model PATH_OR_ID [--host 127.0.0.1] [--port 8000] [--name NAME]
+    python -m agentgym.models.serve --model PATH_OR_ID [--host 127.0.0.1] [--port 8000] [--name NAME]
 
 Stop strings are applied but left out of the returned text, as the OpenAI API does.
 """
@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentgym.rl.generation import HFGenerator, chat_prompt_ids
+from agentgym.models.generation import HFGenerator, chat_prompt_ids
 
 
 @dataclass
@@ -236,8 +236,8 @@ class ServerThread:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m agentgym.rl.serve --model PATH``: serve until interrupted."""
-    p = argparse.ArgumentParser(prog="python -m agentgym.rl.serve", description=__doc__.splitlines()[0])
+    """``python -m agentgym.models.serve --model PATH``: serve until interrupted."""
+    p = argparse.ArgumentParser(prog="python -m agentgym.models.serve", description=__doc__.splitlines()[0])
     p.add_argument("--model", required=True, help="HF id, checkpoint folder, or smollm2")
     p.add_argument("--name", help="model id to report (default: the --model value)")
     p.add_argument("--host", default="127.0.0.1")
@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     from werkzeug.serving import make_server
 
-    from agentgym.rl.model import load_model
+    from agentgym.models.loading import load_model
 
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     server = ChatServer(model, tokenizer, name=args.name or args.model, max_batch=args.max_batch)
