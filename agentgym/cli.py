@@ -170,8 +170,8 @@ def _agent_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def _eval_trials(args: argparse.Namespace, agent: Any, specs: list) -> int:
     """``eval --trials K`` (AGENTS): Reflexion's protocol, success within 1..K trials per task."""
-    from agentgym.agents.reflexion import ReflexionAgent, run_reflexion
-    from agentgym.evaluation import format_table
+    from agentgym.agents.reflexion import ReflexionAgent
+    from agentgym.evaluation import format_table, run_reflexion
 
     if not isinstance(agent, ReflexionAgent):
         raise SystemExit("--trials needs a reflexion agent: --agent reflexion:hf:ID or reflexion:openai:MODEL")

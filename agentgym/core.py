@@ -14,6 +14,7 @@ rollout engine and the leaderboard:
 from __future__ import annotations
 
 import string
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -103,12 +104,54 @@ class TextEnv(gym.Env[str, str]):
         raise NotImplementedError(f"{type(self).__name__} has no expert")
 
 
+#: The env families of agentgym, by the name their ids start with (``agentgym/Sokoban8x8B2-v0`` is Sokoban).
+ENV_FAMILIES: tuple[str, ...] = ("ALFWorld", "WebShop", "HotpotQA", "Sokoban", "FrozenLake")
+
+
+@dataclass(frozen=True)
+class EnvId:
+    """An env id taken apart: ``[module:][namespace/]name[-vN]`` (Gymnasium's form).
+
+    Attributes:
+        namespace: ``agentgym`` in ``agentgym/Sokoban-v0`` (None when absent).
+        name: ``Sokoban8x8B2`` in ``agentgym/Sokoban8x8B2-v0``.
+        version: ``N`` of ``-vN`` (None when absent).
+        family: the :data:`ENV_FAMILIES` entry the name starts with (case-insensitive), else None.
+    """
+
+    namespace: str | None
+    name: str
+    version: int | None
+    family: str | None
+
+
+def parse_env_id(env_id: str) -> EnvId:
+    """The one parser of env ids; everything that reads a family or version from an id calls it."""
+    rest = env_id.split(":", 1)[1] if ":" in env_id else env_id  # "agentgym:agentgym/X-v0": module prefix
+    namespace, _, name = rest.rpartition("/")
+    version = None
+    head, sep, tail = name.rpartition("-v")
+    if sep and head and tail.isdigit():
+        name, version = head, int(tail)
+    lower = name.lower()
+    family = next(
+        (f for f in sorted(ENV_FAMILIES, key=len, reverse=True) if lower.startswith(f.lower())),
+        None,
+    )
+    return EnvId(namespace or None, name, version, family)
+
+
+def env_family(env_id: str) -> str | None:
+    """The family of an id (``agentgym/WebShopBrowser-v0`` -> ``WebShop``), None for other envs."""
+    return parse_env_id(env_id).family
+
+
 def env_version(env_id: str) -> int:
     """The ``N`` of an id ending in ``-vN``."""
-    head, sep, tail = env_id.rpartition("-v")
-    if not sep or not tail.isdigit():
+    version = parse_env_id(env_id).version
+    if version is None:
         raise ValueError(f"env id {env_id!r} does not end in -vN")
-    return int(tail)
+    return version
 
 
 def normalize_action(action: object) -> str:

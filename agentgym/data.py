@@ -2,8 +2,9 @@
 
 Data-backed envs read from ``$AGENTGYM_DATA`` (default: the user data dir, e.g.
 ``~/.local/share/agentgym``). Each family provides ``prepare(source, dest)`` (lay out a data folder
-from a local copy) and ``download(dest)`` (fetch from the official source) in its own module; this
-module only resolves paths and dispatches.
+from a local copy) and ``download(dest)`` (fetch from the official source) in its own module, and
+registers that module here with :func:`register_family` (``agentgym/envs/__init__.py`` does it for ours);
+this module only resolves paths and dispatches, and knows no env module.
 
 ``AGENTGYM_DATA`` may point at a read-only copy (CI uses ``../shared/data``): anything that must be
 unpacked or converted goes to :func:`cache_dir` (``$AGENTGYM_CACHE`` or the user cache dir) instead.
@@ -11,16 +12,27 @@ unpacked or converted goes to :func:`cache_dir` (``$AGENTGYM_CACHE`` or the user
 
 from __future__ import annotations
 
-import importlib
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Protocol
 
-#: family -> module that implements ``prepare(source, dest)`` and ``download(dest)``.
-FAMILIES: dict[str, str] = {
-    "alfworld": "agentgym.envs.alfworld.games",
-    "webshop": "agentgym.envs.webshop.catalog",
-    "hotpotqa": "agentgym.envs.hotpotqa.data",
-}
+
+class DataFamily(Protocol):
+    """What a family's data module provides (e.g. ``agentgym.envs.hotpotqa.data``)."""
+
+    def prepare(self, source: Path, dest: Path) -> Path: ...
+
+    def download(self, dest: Path) -> Path: ...
+
+
+#: family -> a function that imports and returns its :class:`DataFamily` module; filled by :func:`register_family`.
+FAMILIES: dict[str, Callable[[], Any]] = {}
+
+
+def register_family(name: str, load: Callable[[], DataFamily]) -> None:
+    """Make ``agentgym data prepare|download NAME`` call the module that ``load()`` returns (imported on use)."""
+    FAMILIES[name] = load
 
 
 class DataNotFoundError(FileNotFoundError):
@@ -67,10 +79,10 @@ def missing_message(family: str, path: Path) -> str:
     )
 
 
-def _module(family: str):
+def _module(family: str) -> DataFamily:
     if family not in FAMILIES:
-        raise SystemExit(f"unknown data set {family!r}; choose from {', '.join(FAMILIES)}")
-    return importlib.import_module(FAMILIES[family])
+        raise SystemExit(f"unknown data set {family!r}; choose from {', '.join(FAMILIES) or 'none registered'}")
+    return FAMILIES[family]()
 
 
 def prepare(family: str, source: str | os.PathLike[str], dest: str | os.PathLike[str] | None = None) -> Path:

@@ -1,8 +1,8 @@
 """Run an agent on a list of episodes, batched across live envs, with logging and resume.
 
-This is the evaluation loop behind ``agentgym eval``: it keeps ``batch_size`` envs live, asks the agent
-for all their actions in one batched ``act`` call per turn, writes each finished episode to a JSONL log
-and, on restart, skips the episodes the log already holds.
+This is what ``agentgym eval`` runs: :func:`agentgym.loop.run_loop` (the one turn loop) keeps ``batch_size``
+envs live and asks the agent for all their actions in one batched ``act`` call per turn; this module adds the
+JSONL log of finished episodes, resume (skip the episodes the log already holds) and the progress bar.
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from typing import Any
 import gymnasium as gym
 
 from agentgym.agents.base import agent_config
-from agentgym.episodes import Episode, EpisodeBuilder, JsonlWriter, iter_episodes, summarize, to_jsonable
-from agentgym.records import AgentInput, EpisodeSpec, episode_key, seed_specs  # noqa: F401  (EpisodeSpec, seed_specs: public API here too)
+from agentgym.episodes import Episode, JsonlWriter, iter_episodes, summarize, to_jsonable
+from agentgym.loop import TurnResult, run_loop
+from agentgym.records import EpisodeSpec, episode_key, seed_specs  # noqa: F401  (EpisodeSpec, seed_specs: public API here too)
 
 
 @dataclass
@@ -62,6 +63,7 @@ def run_episodes(
     progress: bool = False,
     env_backend: str = "inprocess",
     num_workers: int = 1,
+    on_turn: Callable[[TurnResult], None] | None = None,
 ) -> EvalResult:
     """Play ``specs`` with ``agent`` and return every episode (resumed ones included, in spec order).
 
@@ -80,6 +82,11 @@ def run_episodes(
         env_backend: where the envs run: ``"inprocess"``, ``"async"`` (``num_workers`` processes) or
             ``"ray"`` (actors); see :mod:`agentgym.envpool`. Results do not depend on it.
         num_workers: env processes/actors for ``async``/``ray``.
+        on_turn: called after every played turn with its :class:`~agentgym.loop.TurnResult` (progress
+            displays: a slow model shows turns before any episode ends).
+
+    The turns are played by :func:`agentgym.loop.run_loop` (the loop RL rollouts use too): the agent gets
+    agent-facing info only (no task id, no seed); the log keeps them.
     """
     import agentgym  # noqa: F401
     from agentgym.envpool import EnvPool
@@ -98,106 +105,49 @@ def run_episodes(
     todo = [s for s in specs if s.key() not in done]
     writer = JsonlWriter(log_path) if log_path is not None else None
     all_hooks = list(hooks) + ([writer] if writer else [])
-    finished: dict[str, Episode] = {}
-    privileged = bool(getattr(agent, "privileged", False))
 
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(specs), initial=len(specs) - len(todo), desc=f"{name} on {env_id}", unit="ep")
+    turns = 0
+
+    def turn_done(result: TurnResult) -> None:
+        nonlocal turns
+        turns += 1
+        if bar is not None:  # a slow model visibly works: the turn count moves before any episode ends
+            if result.done:
+                bar.update(1)
+            bar.set_postfix(turns=turns, refresh=True)
+        if on_turn is not None:
+            on_turn(result)
 
     n_envs = max(1, min(batch_size, len(todo))) if todo else 0
     pool: Any = None
-    if n_envs:
-        if make_env is not None:
-            if env_backend != "inprocess":
-                raise ValueError(
-                    "make_env works with env_backend='inprocess' only (a factory cannot be sent to workers)"
-                )
-            pool = _FactoryEnvs(make_env, n_envs)
-        else:
-            pool = EnvPool(env_id, n_envs, env_kwargs=env_kwargs, backend=env_backend, num_workers=num_workers)
-    slots: list[dict[str, Any] | None] = [None] * n_envs
-    queue = list(todo)
+    finished: dict[int, Episode] = {}
     try:
-
-        def start(free: list[int]) -> None:
-            """Reset the free slots with the next queued specs (one batched reset)."""
-            take = [(i, queue.pop(0)) for i in free if queue]
-            for i in free[len(take) :]:
-                slots[i] = None
-            if not take:
-                return
-            resets = pool.reset([i for i, _ in take], [(sp.seed, sp.options) for _, sp in take])
-            for (i, spec), (obs, info) in zip(take, resets):
-                builder = EpisodeBuilder(all_hooks)
-                builder.start(
-                    env_id=env_id,
-                    seed=spec.seed,
-                    observation=obs,
-                    info=info,
-                    options=spec.options,
-                    env_kwargs=env_kwargs,
-                    agent=name,
-                    agent_config=cfg,
-                )
-                slots[i] = {"spec": spec, "builder": builder, "obs": obs, "info": info, "first": obs, "history": []}
-
-        start(list(range(n_envs)))
-        while any(s is not None for s in slots):
-            live = [i for i, s in enumerate(slots) if s is not None]
-            experts = pool.expert_actions(live) if privileged else [None] * len(live)
-            inputs = []
-            for i, expert in zip(live, experts):
-                s = slots[i]
-                task_id = s["info"].get("task_id")
-                inputs.append(
-                    AgentInput(
-                        env_id=env_id,
-                        observation=s["obs"],
-                        info=s["info"],
-                        first_observation=s["first"],
-                        history=list(s["history"]),
-                        task_id=None if task_id is None else str(task_id),
-                        expert_action=expert,
+        if n_envs:
+            if make_env is not None:
+                if env_backend != "inprocess":
+                    raise ValueError(
+                        "make_env works with env_backend='inprocess' only (a factory cannot be sent to workers)"
                     )
-                )
-            actions = agent.act(inputs)
-            if len(actions) != len(inputs):
-                raise RuntimeError(f"agent {name} returned {len(actions)} actions for {len(inputs)} inputs")
-            results = pool.step(live, [a.action for a in actions])
-            free = []
-            for i, act, (obs, reward, terminated, truncated, info) in zip(live, actions, results):
-                s = slots[i]
-                episode = s["builder"].episode
-                extras = dict(act.extras)
-                if not act.format_valid:
-                    extras.setdefault("format_valid", False)
-                s["builder"].add_step(
-                    action=act.action,
-                    observation=obs,
-                    reward=float(reward),
-                    terminated=terminated,
-                    truncated=truncated,
-                    info=info,
-                    output=act.output,
-                    prompt_tokens=act.prompt_tokens,
-                    completion_tokens=act.completion_tokens,
-                    extras=extras,
-                )
-                s["history"].append((s["obs"], act.action))
-                s["obs"], s["info"] = obs, info
-                if terminated or truncated:
-                    finished[s["spec"].key()] = episode
-                    end = getattr(agent, "on_episode_end", None)
-                    if callable(end):
-                        end(episode)
-                    if bar is not None:
-                        bar.update(1)
-                    free.append(i)
-            if free:
-                start(free)
+                pool = _FactoryEnvs(make_env, n_envs)
+            else:
+                pool = EnvPool(env_id, n_envs, env_kwargs=env_kwargs, backend=env_backend, num_workers=num_workers)
+            finished, _ = run_loop(
+                env_id,
+                agent,
+                todo,
+                pool,
+                num_slots=n_envs,
+                hooks=all_hooks,
+                agent_name=name,
+                agent_config=cfg,
+                env_kwargs=env_kwargs,
+                on_turn=turn_done,
+            )
     finally:
         if pool is not None:
             pool.close()
@@ -205,8 +155,39 @@ def run_episodes(
             writer.close()
         if bar is not None:
             bar.close()
-    ordered = [done.get(s.key()) or finished[s.key()] for s in specs if s.key() in done or s.key() in finished]
+    played = {todo[i].key(): ep for i, ep in finished.items()}
+    ordered = [done.get(s.key()) or played[s.key()] for s in specs if s.key() in done or s.key() in played]
     return EvalResult(episodes=ordered, resumed=len(specs) - len(todo))
+
+
+def run_reflexion(env_id: str, agent: Any, specs: Sequence[EpisodeSpec], *, trials: int = 3, **run_kwargs: Any):
+    """Reflexion's protocol: up to ``trials`` trials per task, replaying only the still-unsolved tasks.
+
+    Args:
+        env_id: env id; agent: a :class:`~agentgym.agents.reflexion.ReflexionAgent`; specs: the tasks (:class:`EpisodeSpec`).
+        trials: number of trials (the paper: up to 10 on ALFWorld, 3 here by default).
+        **run_kwargs: passed to :func:`run_episodes` (``log_path`` gets a
+            ``.trialK`` suffix per trial).
+
+    Returns:
+        ``(per_trial, solved)``: the :class:`EvalResult` of each trial, and for each spec the 1-based
+        trial that solved it (None when none did).
+    """
+    solved: dict[str, int | None] = {s.key(): None for s in specs}
+    per_trial = []
+    log_path = run_kwargs.pop("log_path", None)
+    for k in range(1, trials + 1):
+        todo = [s for s in specs if solved[s.key()] is None]
+        if not todo:
+            break
+        log = None if log_path is None else Path(f"{log_path}.trial{k}")
+        result = run_episodes(env_id, agent, todo, log_path=log, **run_kwargs)
+        for spec, ep in zip(todo, result.episodes):
+            if ep.success:
+                solved[spec.key()] = k
+        per_trial.append(result)
+    agent.reflect()  # the last trial's failures get their reflections too (memory, Episode.extras)
+    return per_trial, [solved[s.key()] for s in specs]
 
 
 def format_table(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:

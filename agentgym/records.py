@@ -33,6 +33,24 @@ class AgentInput:
 
 
 @dataclass
+class Generation:
+    """What a token-level policy sampled for one action: the training row of the turn (never logged).
+
+    Attributes:
+        messages: the chat prompt.
+        prompt_ids: its tokens (cut on the left when still too long after dropping history: ``prompt_cut``).
+        response_ids: the sampled tokens (EOS included when the model stopped by itself).
+        logprobs: per-token log-probs of ``response_ids`` at sampling time (None unless asked for).
+    """
+
+    messages: list[dict[str, str]]
+    prompt_ids: list[int]
+    response_ids: list[int]
+    logprobs: list[float] | None = None
+    prompt_cut: bool = False
+
+
+@dataclass
 class AgentAction:
     """An agent's answer for one episode."""
 
@@ -41,7 +59,8 @@ class AgentAction:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     format_valid: bool = True  # False when the output could not be parsed into an action
-    extras: dict[str, Any] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)  # written to the step's log record
+    generation: Generation | None = None  # token-level backends only; what RL trains on (not logged)
 
 
 @dataclass(frozen=True)

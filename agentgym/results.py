@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from agentgym.core import env_family
 from agentgym.episodes import Episode
 
 #: Decimal places kept in result values.
@@ -38,11 +39,8 @@ class ResultsError(ValueError):
 
 def family(env_id: str) -> str:
     """The env family of an id: ``alfworld``, ``webshop``, ``hotpotqa``, ``sokoban``, ``frozenlake`` or ``other``."""
-    name = env_id.split("/")[-1].lower()
-    for fam in ("alfworld", "webshop", "hotpotqa", "sokoban", "frozenlake"):
-        if name.startswith(fam):
-            return fam
-    return "other"
+    fam = env_family(env_id)
+    return fam.lower() if fam is not None else "other"
 
 
 def columns(env_id: str) -> list[str]:

@@ -1,6 +1,6 @@
 """ERL: Experiential Reinforcement Learning (Shi et al. 2026, arXiv 2602.13949; code: microsoft/experiential_rl).
 
-What differs from GRPO (``baselines/grpo.py``, whose advantage and PPO-clip loss this file reuses): each
+What differs from GRPO (``baselines/grpo.py``; its advantage and PPO-clip loss come from ``agentgym.rl``): each
 iteration is an experience -> reflection -> consolidation loop.
 
 1. **first attempt** y1 ~ pi(.|x): G episodes per task, feedback and return r1 (as GRPO).
@@ -40,7 +40,6 @@ Run: ``python baselines/erl.py --config baselines/configs/erl/erl_sokoban_qwen3-
 from __future__ import annotations
 
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -60,23 +59,22 @@ from agentgym.prompts.reflection import (
     reflection_record,
 )
 from agentgym.records import EpisodeSpec
+from agentgym.rl.advantages import grpo_advantages
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, build_batch
-from agentgym.rl.config import parse_args
+from agentgym.rl.config import GroupArgs, parse_args
 from agentgym.rl.distributed import all_gather_objects
 from agentgym.rl.hooks import ReflectionLog, encode_chat
-from agentgym.rl.losses import masked_sum
+from agentgym.rl.losses import add_kl_entropy, clipped_policy_loss, masked_sum
 from agentgym.rl.rewards import turn_rewards
 from agentgym.rl.rollout import RolloutBatch, _fit_prompt
-from agentgym.rl.toy import BarePromptTemplate
+from agentgym.rl.toy import BareContextTemplate
 from agentgym.rl.trainer import Trainer
-from baselines.grpo import Args as GrpoArgs
-from baselines.grpo import add_kl_entropy, clipped_policy_loss, grpo_advantages
 
 PARTS = ("first", "reflection", "second", "consolidation")
 
 
 @dataclass
-class Args(GrpoArgs):
+class Args(GroupArgs):
     """ERL settings (GRPO's and the shared ones are inherited)."""
 
     reflection_form: str = "in_context"
@@ -116,7 +114,7 @@ class Args(GrpoArgs):
 def grouped_advantages(returns: list[float], groups: list[int], *, norm_by_std: bool = True) -> list[float]:
     """GRPO advantages over groups of any size (reflections and second attempts of one task form a group).
 
-    Each group is normalised with :func:`baselines.grpo.grpo_advantages`; a group of one gets advantage 0
+    Each group is normalised with :func:`agentgym.rl.advantages.grpo_advantages`; a group of one gets advantage 0
     (nothing to compare against), as GRPO's std-normalisation gives.
     """
     out = [0.0] * len(returns)
@@ -212,16 +210,6 @@ class Experience:
 
 def is_success(episode: Any, threshold: float | None) -> bool:
     return bool(episode.success) if threshold is None else episode.total_return >= threshold
-
-
-class BareContextTemplate(BarePromptTemplate):
-    """The tiny-model ``bare`` template with the lesson/reflection shown before the observation."""
-
-    name = "bare-context"
-
-    def user_prompt(self, inp: Any, *, history_length: int, lesson: str | None, reflection: str | None) -> str:
-        ctx = " ".join(x.strip() for x in (lesson, reflection) if x and x.strip())
-        return f"{ctx}\n{inp.observation}" if ctx else inp.observation
 
 
 class ErlTrainer(Trainer):
@@ -493,26 +481,18 @@ class ErlTrainer(Trainer):
         batch["distill_weight"] = torch.tensor(distill_w, dtype=torch.float32)  # (B,)
         return batch, stats
 
-    # -- one iteration -------------------------------------------------------------------------------------
-    def train_iteration(self, advantage_fn=None, loss_fn=None) -> dict[str, float]:
-        a = self.args
-        it = self.iteration
-        t_start = time.perf_counter()
-        tasks = self.next_tasks()
-        exp = self.experience(tasks, seed=a.seed * 7919 + it * 104_729)
+    # -- the Trainer hooks ERL changes ---------------------------------------------------------------------
+    def collect(self, tasks: list[EpisodeSpec], *, seed: int) -> Experience:
+        return self.experience(tasks, seed=seed)
+
+    def training_batch(self, collected: Experience) -> tuple[TurnBatch | None, dict[str, float]]:
+        return self.erl_batch(collected)  # advantages included (GRPO within each part's groups)
+
+    def iteration_metrics(self, collected: Experience, batch: TurnBatch | None, elapsed: float) -> dict[str, float]:
+        exp, a = collected, self.args
         gen_s = exp.first.stats.get("generation_s", 0.0) + (
             exp.second.stats.get("generation_s", 0.0) if exp.second else 0.0
         )
-        batch, part_stats = self.erl_batch(exp)
-        times: dict[str, float] = {}
-        stats: dict[str, float] = {}
-        t0 = time.perf_counter()
-        if batch is not None:
-            times = self.score(batch)
-            t0 = time.perf_counter()
-            stats = self.update(batch, loss_fn or erl_loss, iteration=it)
-        update_s = time.perf_counter() - t0
-        elapsed = time.perf_counter() - t_start
         n_second = len(exp.second.episodes) if exp.second is not None else 0
         local = {
             "success": exp.first.episode_success(),
@@ -530,7 +510,7 @@ class ErlTrainer(Trainer):
         def mean(xs):
             return float(np.mean(xs)) if xs else 0.0
 
-        metrics = {
+        return {
             # the deployment metric: first attempts, no reflection in context
             "charts/episodic_return": mean(cat["returns"]),
             "charts/success_rate": mean(cat["success"]),
@@ -543,17 +523,10 @@ class ErlTrainer(Trainer):
             "erl/memory_updates": float(sum(cat["updates"])),
             "erl/has_memory": float(self.memory is not None),
             "time/generation_s": float(gen_s),
-            **times,
-            "time/update_s": update_s,
-            "time/iteration_s": elapsed,
-            "losses/value_loss": 0.0,
-            **part_stats,
-            **stats,
-        }
-        return self.end_iteration(it, metrics)  # validation = first attempts, no reflection: what deployment sees
+        }  # validation (end_iteration) = first attempts, no reflection: what deployment sees
 
     def fit(self, advantage_fn=None, loss_fn=None) -> dict[str, float]:
-        return super().fit(advantage_fn, loss_fn or erl_loss)
+        return super().fit(advantage_fn, loss_fn or erl_loss)  # advantage_fn None: erl_batch sets them
 
 
 def train(args: Args) -> dict[str, float]:

@@ -31,8 +31,8 @@ import torch
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
+from agentgym.rl.losses import episode_returns, policy_loss
 from agentgym.rl.trainer import Trainer
-from baselines.grpo import episode_returns, policy_loss
 
 
 @dataclass

@@ -28,9 +28,8 @@ import torch
 from agentgym.rl.batch import TurnBatch, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
-from agentgym.rl.losses import clipped_value_loss
+from agentgym.rl.losses import clipped_value_loss, policy_loss
 from agentgym.rl.trainer import Trainer
-from baselines.grpo import policy_loss
 
 
 @dataclass

@@ -41,8 +41,8 @@ import torch
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
+from agentgym.rl.losses import add_kl_entropy, clipped_policy_loss
 from agentgym.rl.trainer import Trainer
-from baselines.grpo import add_kl_entropy, clipped_policy_loss
 
 #: Names of the two reserved tokens when they must be added to the tokenizer.
 W_PLUS, W_MINUS = "<|sapo_w_plus|>", "<|sapo_w_minus|>"

@@ -1,6 +1,6 @@
 """SEED: self-distillation of episode lessons into the policy (arXiv 2607.14777), on top of GRPO.
 
-What differs from GRPO (``baselines/grpo.py``, whose advantages this file reuses):
+What differs from GRPO (``baselines/grpo.py``; its advantages come from ``agentgym.rl.advantages``):
 
 * **lessons** -- after each episode the frozen previous policy (the weights that sampled it) reads its
   own transcript and answers a JSON-only analyser prompt: on success a workflow (the core decision rule
@@ -43,19 +43,18 @@ import torch
 
 from agentgym.prompts.lesson import build_lesson_messages
 from agentgym.records import EpisodeSpec
+from agentgym.rl.advantages import group_advantages
 from agentgym.rl.batch import TurnBatch, build_batch
-from agentgym.rl.config import parse_args
+from agentgym.rl.config import GroupArgs, parse_args
 from agentgym.rl.hooks import LessonWriter, chat_analyser, encode_chat
-from agentgym.rl.losses import masked_sum
+from agentgym.rl.losses import add_kl_entropy, clipped_policy_loss, masked_sum
 from agentgym.rl.rollout import RolloutBatch, _fit_prompt
+from agentgym.rl.toy import BareContextTemplate
 from agentgym.rl.trainer import Trainer
-from baselines.erl import BareContextTemplate
-from baselines.grpo import Args as GrpoArgs
-from baselines.grpo import add_kl_entropy, clipped_policy_loss, compute_advantages
 
 
 @dataclass
-class Args(GrpoArgs):
+class Args(GroupArgs):
     """SEED settings (GRPO's and the shared ones are inherited)."""
 
     lambda_opd: float = 0.01
@@ -336,50 +335,31 @@ class SeedTrainer(Trainer):
         self.sft_done = True
         return stats
 
-    # -- one iteration -------------------------------------------------------------------------------------
-    def train_iteration(self, advantage_fn=None, loss_fn=None) -> dict[str, float]:
-        a = self.args
-        sft_stats: dict[str, float] = {}
-        if not a.no_sft and not self.sft_done and self.iteration == 0:
-            sft_stats = self.sft_stage()
-            if self.ref_model is not None:  # the KL anchor is the SFT model, as for any RL after SFT
-                self.sync_reference()
-        it = self.iteration
-        t_start = time.perf_counter()
-        rb = self.play(self.next_tasks(), group_size=a.group_size, seed=a.seed * 7919 + it * 104_729)
-        batch = self.make_batch(rb)
+    # -- the Trainer hooks SEED changes --------------------------------------------------------------------
+    def before_iteration(self) -> dict[str, float]:
+        if self.args.no_sft or self.sft_done or self.iteration != 0:
+            return {}
+        stats = self.sft_stage()
+        if self.ref_model is not None:  # the KL anchor is the SFT model, as for any RL after SFT
+            self.sync_reference()
+        return stats
+
+    def collect(self, tasks: list[EpisodeSpec], *, seed: int) -> RolloutBatch:
+        return self.play(tasks, group_size=self.args.group_size, seed=seed)
+
+    def score_batch(self, collected: RolloutBatch, batch: TurnBatch) -> dict[str, float]:
         times = self.score(batch)
-        times["time/teacher_logprob_s"] = self.score_teacher(rb, batch)
-        adv_stats = compute_advantages(self, batch)
-        t0 = time.perf_counter()
-        stats = self.update(batch, loss_fn or seed_loss, iteration=it)
-        update_s = time.perf_counter() - t0
-        elapsed = time.perf_counter() - t_start
-        returns: dict[int, float] = {}
-        for m in batch.meta:
-            returns[m["episode"]] = returns.get(m["episode"], 0.0) + m["reward"]
-        n = len(rb.episodes)
-        metrics = {
-            "charts/episodic_return": float(np.mean([returns.get(e, 0.0) for e in range(n)])) if n else 0.0,
-            "charts/success_rate": rb.success_rate(),
-            "charts/SPS": len(batch) / max(elapsed, 1e-9),
-            "rollout/invalid_action_rate": float(np.mean([not m["valid"] for m in batch.meta])),
-            "rollout/response_length": float(batch["completion_mask"].sum(1).mean()),
-            "time/generation_s": float(rb.stats.get("generation_s", 0.0)),
-            **times,
-            "time/update_s": update_s,
-            "time/iteration_s": elapsed,
-            "losses/value_loss": 0.0,
-            "seed/lesson_rows": float(batch["has_lesson"].sum()),
-            **self.lesson_writer.metrics(),
-            **{k: float(v) for k, v in adv_stats.items()},
-            **stats,
-            **sft_stats,
-        }
-        return self.end_iteration(it, metrics)
+        times["time/teacher_logprob_s"] = self.score_teacher(collected, batch)
+        return times
+
+    def iteration_metrics(self, collected: RolloutBatch, batch: TurnBatch | None, elapsed: float) -> dict[str, float]:
+        metrics = super().iteration_metrics(collected, batch, elapsed)
+        metrics["seed/lesson_rows"] = float(batch["has_lesson"].sum()) if batch is not None else 0.0
+        metrics.update(self.lesson_writer.metrics())
+        return metrics
 
     def fit(self, advantage_fn=None, loss_fn=None) -> dict[str, float]:
-        return super().fit(advantage_fn, loss_fn or seed_loss)
+        return super().fit(advantage_fn or group_advantages, loss_fn or seed_loss)
 
 
 def train(args: Args) -> dict[str, float]:

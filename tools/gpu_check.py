@@ -17,12 +17,9 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def _peak_memory_gb(device: str) -> float:
@@ -35,13 +32,12 @@ def _peak_memory_gb(device: str) -> float:
 
 def run_one(algo: str, opts: argparse.Namespace, out_dir: Path) -> dict[str, float]:
     """Train ``algo`` for ``opts.iterations`` iterations; the mean per-iteration figures."""
-    import importlib
-
     import torch
 
+    from agentgym.rl.cli import load_trainer
     from agentgym.rl.trainer import Trainer
 
-    module = importlib.import_module(f"baselines.{algo}")
+    module = load_trainer(algo)
     per_task_budget = opts.num_tasks * opts.group_size
     grouped = algo not in ("ppo", "sapo")
     args = module.Args(

@@ -12,23 +12,54 @@ Back-ends implement ``complete(chats, *, max_new_tokens, temperature, top_p, sto
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agentgym.prompts import PromptTemplate, get_template
-from agentgym.records import AgentAction, AgentInput
+from agentgym.records import AgentAction, AgentInput, Generation
 
 
 @dataclass
 class ChatResult:
-    """One chat completion: its text and token counts."""
+    """One chat completion: its text and token counts (and, from token-level back-ends, the tokens)."""
 
     text: str
     prompt_tokens: int
     completion_tokens: int
     finish_reason: str = "stop"
+    prompt_ids: list[int] | None = None
+    ids: list[int] | None = None
+    logprobs: list[float] | None = None
+    prompt_cut: bool = False
+
+
+def fit_messages(
+    template: PromptTemplate,
+    inp: AgentInput,
+    *,
+    history_length: int,
+    fits: Callable[[list[dict[str, str]]], bool] | None,
+    kwargs: dict[str, Any],
+) -> list[dict[str, str]]:
+    """``template.build`` with fewer past turns until ``fits(messages)`` (a back-end's length check).
+
+    An "all history" template (``history_length < 0``, ReAct) falls back to a two-turn window first; at zero
+    past turns the messages are returned as they are and the back-end keeps their last tokens.
+    """
+    h = history_length
+    while True:
+        messages = template.build(inp, history_length=h, **kwargs)
+        if fits is None or fits(messages):
+            return messages
+        if h > 0:
+            h -= 1
+        elif h < 0:
+            h = 2
+        else:
+            return messages
 
 
 class HFChat:
@@ -38,7 +69,13 @@ class HFChat:
         model: HF id, local folder, ``"smollm2"`` (the offline SmolLM2-135M checkpoint), or a loaded model.
         tokenizer: needed when ``model`` is a loaded model.
         device, dtype: see :func:`agentgym.models.loading.load_model`.
-        max_prompt_tokens: longer prompts keep their last tokens (a warning counter is kept).
+        max_prompt_tokens: the prompt budget: :class:`LLMAgent` drops past turns until a prompt fits, then
+            the prompt keeps its last tokens (counted in ``truncated_prompts``).
+        return_logprobs: return each sampled token's log-prob (RL rollouts).
+        suppress_token_ids: ids never sampled (SAPO's reserved tokens, a restricted vocabulary).
+
+    :meth:`from_generator` wraps an existing generator (the trainer's, shared with its training model).
+    ``generation_s`` sums the time spent in ``generate``.
     """
 
     def __init__(
@@ -49,8 +86,9 @@ class HFChat:
         device: Any = None,
         dtype: Any = None,
         max_prompt_tokens: int = 4096,
+        return_logprobs: bool = False,
+        suppress_token_ids: Sequence[int] | None = None,
     ) -> None:
-        # The generator is a leaf module of agentgym.rl with no env/agent imports, so no import cycle.
         from agentgym.models.generation import HFGenerator
 
         if isinstance(model, (str, Path)):
@@ -62,15 +100,47 @@ class HFChat:
             if tokenizer is None:
                 raise ValueError("pass the tokenizer together with a loaded model")
             self.model_name = getattr(getattr(model, "config", None), "_name_or_path", "") or type(model).__name__
-        self.model, self.tokenizer = model, tokenizer
-        self.generator = HFGenerator(model, tokenizer)
-        self.max_prompt_tokens = max_prompt_tokens
-        self.truncated_prompts = 0
+        self.model = model
+        self._setup(HFGenerator(model, tokenizer), tokenizer, max_prompt_tokens, return_logprobs, suppress_token_ids)
 
-    def encode(self, messages: list[dict[str, str]]) -> list[int]:
+    @classmethod
+    def from_generator(
+        cls,
+        generator: Any,
+        tokenizer: Any,
+        *,
+        max_prompt_tokens: int = 4096,
+        return_logprobs: bool = False,
+        suppress_token_ids: Sequence[int] | None = None,
+        model_name: str = "",
+    ) -> HFChat:
+        """A back-end over ``generator`` (anything with :class:`~agentgym.models.generation.HFGenerator`'s
+        ``generate``) and its ``tokenizer``."""
+        self = cls.__new__(cls)
+        self.model = getattr(generator, "model", None)
+        self.model_name = model_name
+        self._setup(generator, tokenizer, max_prompt_tokens, return_logprobs, suppress_token_ids)
+        return self
+
+    def _setup(self, generator, tokenizer, max_prompt_tokens, return_logprobs, suppress_token_ids) -> None:
+        self.generator, self.tokenizer = generator, tokenizer
+        self.max_prompt_tokens = max_prompt_tokens
+        self.return_logprobs = return_logprobs
+        self.suppress_token_ids = list(suppress_token_ids) if suppress_token_ids else None
+        self.truncated_prompts = 0
+        self.generation_s = 0.0
+
+    def _ids(self, messages: list[dict[str, str]]) -> list[int]:
         from agentgym.models.generation import chat_prompt_ids
 
-        ids = chat_prompt_ids(self.tokenizer, messages)
+        return chat_prompt_ids(self.tokenizer, messages)
+
+    def fits(self, messages: list[dict[str, str]]) -> bool:
+        """The prompt is within ``max_prompt_tokens``."""
+        return len(self._ids(messages)) <= self.max_prompt_tokens
+
+    def encode(self, messages: list[dict[str, str]]) -> list[int]:
+        ids = self._ids(messages)
         if len(ids) > self.max_prompt_tokens:
             self.truncated_prompts += 1
             ids = ids[-self.max_prompt_tokens :]
@@ -87,16 +157,36 @@ class HFChat:
         seed: int | None = None,
     ) -> list[ChatResult]:
         """Complete every chat in one batched generation."""
-        prompts = [self.encode(list(c)) for c in chats]
+        prompts, cut = [], []
+        for c in chats:
+            n = self.truncated_prompts
+            prompts.append(self.encode(list(c)))
+            cut.append(self.truncated_prompts > n)  # encode() counts the prompts it cut
+        t0 = time.perf_counter()
         outs = self.generator.generate(
             prompts,
             max_new_tokens=max_new_tokens,
             temperature=temperature,
             top_p=top_p,
             stop_strings=list(stop) if stop else None,
+            return_logprobs=self.return_logprobs,
+            suppress_token_ids=self.suppress_token_ids,
             seed=seed,
         )
-        return [ChatResult(o.text, len(p), len(o.ids), o.finish_reason) for p, o in zip(prompts, outs)]
+        self.generation_s += time.perf_counter() - t0
+        return [
+            ChatResult(
+                o.text,
+                len(p),
+                len(o.ids),
+                o.finish_reason,
+                prompt_ids=p,
+                ids=list(o.ids),
+                logprobs=o.logprobs if self.return_logprobs else None,
+                prompt_cut=c,
+            )
+            for p, o, c in zip(prompts, outs, cut)
+        ]
 
 
 class LLMAgent:
@@ -153,8 +243,14 @@ class LLMAgent:
         return {}
 
     def messages(self, inp: AgentInput) -> list[dict[str, str]]:
-        """The chat prompt for one episode's current turn."""
-        return self.template_for(inp.env_id).build(inp, history_length=self.history_length, **self.build_kwargs(inp))
+        """The chat prompt for one episode's current turn (fewer past turns when the back-end says it is too long)."""
+        return fit_messages(
+            self.template_for(inp.env_id),
+            inp,
+            history_length=self.history_length,
+            fits=getattr(self.backend, "fits", None),
+            kwargs=self.build_kwargs(inp),
+        )
 
     # -- Agent protocol ---------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> None:
@@ -199,7 +295,7 @@ class LLMAgent:
         stops = sorted({s for t in templates for s in t.stop_strings})
         results = self.complete(chats, stops or None)
         out = []
-        for tpl, res in zip(templates, results):
+        for tpl, chat, res in zip(templates, chats, results):
             parsed = tpl.parse(res.text)
             extras: dict[str, Any] = {"finish_reason": res.finish_reason, "template": tpl.id}
             if not parsed.valid:
@@ -212,6 +308,9 @@ class LLMAgent:
                     completion_tokens=res.completion_tokens,
                     format_valid=parsed.valid,
                     extras=extras,
+                    generation=None
+                    if res.prompt_ids is None or res.ids is None
+                    else Generation(chat, res.prompt_ids, res.ids, res.logprobs, res.prompt_cut),
                 )
             )
         return out

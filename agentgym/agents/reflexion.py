@@ -4,7 +4,7 @@ Learning", NeurIPS 2023).
 After a failed trial, the agent writes a short self-reflection on the trajectory (what went wrong and a
 new plan) and keeps it in an episodic memory (the last ``max_reflections``, 3 in the paper). The next
 trial of the *same task* sees those reflections in its prompt, placed before the current turn (the
-template's ``reflection`` block). :func:`run_reflexion` runs the trials: trial k+1 replays the tasks
+template's ``reflection`` block). :func:`agentgym.evaluation.run_reflexion` runs the trials: trial k+1 replays the tasks
 still unsolved after trial k, and the reported success is "solved within k trials", as in the paper.
 
 Reflections are written in one batched call per trial (the agent holds the failed episodes until its
@@ -134,37 +134,3 @@ class ReflexionAgent(LLMAgent):
     def act(self, inputs: Sequence[AgentInput]) -> list[AgentAction]:
         self.reflect()
         return super().act(inputs)
-
-
-def run_reflexion(env_id: str, agent: ReflexionAgent, specs: Sequence[Any], *, trials: int = 3, **run_kwargs: Any):
-    """Reflexion's protocol: up to ``trials`` trials per task, replaying only the still-unsolved tasks.
-
-    Args:
-        env_id: env id; agent: a :class:`ReflexionAgent`; specs: the tasks (:class:`EpisodeSpec`).
-        trials: number of trials (the paper: up to 10 on ALFWorld, 3 here by default).
-        **run_kwargs: passed to :func:`agentgym.evaluation.run_episodes` (``log_path`` gets a
-            ``.trialK`` suffix per trial).
-
-    Returns:
-        ``(per_trial, solved)``: the :class:`EvalResult` of each trial, and for each spec the 1-based
-        trial that solved it (None when none did).
-    """
-    from pathlib import Path
-
-    from agentgym.evaluation import run_episodes
-
-    solved: dict[str, int | None] = {s.key(): None for s in specs}
-    per_trial = []
-    log_path = run_kwargs.pop("log_path", None)
-    for k in range(1, trials + 1):
-        todo = [s for s in specs if solved[s.key()] is None]
-        if not todo:
-            break
-        log = None if log_path is None else Path(f"{log_path}.trial{k}")
-        result = run_episodes(env_id, agent, todo, log_path=log, **run_kwargs)
-        for spec, ep in zip(todo, result.episodes):
-            if ep.success:
-                solved[spec.key()] = k
-        per_trial.append(result)
-    agent.reflect()  # the last trial's failures get their reflections too (memory, Episode.extras)
-    return per_trial, [solved[s.key()] for s in specs]

@@ -8,6 +8,32 @@ from __future__ import annotations
 
 from gymnasium.envs.registration import register
 
+from agentgym.data import register_family
+
+
+# -- data families (`agentgym data prepare|download NAME`); each module is imported only when used -----------
+def _alfworld_data():
+    from agentgym.envs.alfworld import games
+
+    return games
+
+
+def _webshop_data():
+    from agentgym.envs.webshop import catalog
+
+    return catalog
+
+
+def _hotpotqa_data():
+    from agentgym.envs.hotpotqa import data
+
+    return data
+
+
+register_family("alfworld", _alfworld_data)
+register_family("webshop", _webshop_data)
+register_family("hotpotqa", _hotpotqa_data)
+
 # -- Sokoban (RAGEN / verl-agent text Sokoban) -----------------------------------------------------
 # Step limits follow RAGEN's config/envs.yaml: SimpleSokoban (6x6, 1 box) and LargerSokoban (8x8, 2 boxes)
 # both have max_actions_per_traj 10. Levels are kept only when solvable within that budget, so a perfect

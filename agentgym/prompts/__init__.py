@@ -16,6 +16,7 @@ anything else   verl-agent             generic verl-agent structure
 
 from __future__ import annotations
 
+from agentgym.core import parse_env_id
 from agentgym.prompts.base import ParsedAction, PromptTemplate, extract_task, parse_action
 from agentgym.prompts.grid import (
     FrozenLakeErlTemplate,
@@ -39,11 +40,8 @@ TEMPLATES: dict[str, dict[str, type[PromptTemplate]]] = {
 
 def env_family(env_id: str) -> str:
     """``agentgym/Sokoban8x8B2-v0`` -> ``Sokoban`` (the longest family name the id starts with)."""
-    name = env_id.split(":")[-1].split("/")[-1]
-    for family in sorted((f for f in TEMPLATES if f != "*"), key=len, reverse=True):
-        if name.startswith(family):
-            return family
-    return "*"
+    family = parse_env_id(env_id).family
+    return family if family in TEMPLATES else "*"
 
 
 def get_template(env_id: str, style: str | None = None) -> PromptTemplate:

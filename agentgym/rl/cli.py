@@ -1,14 +1,72 @@
-"""``agentgym train <algorithm> --config FILE [flags]``: runs ``baselines/<algorithm>.py`` of the checkout."""
+"""``agentgym train <algorithm> --config FILE [flags]``: runs one of the baselines through an explicit table.
+
+:data:`TRAINERS` is the one table of trainers (DESIGN.md section 6): a name, and a function that imports
+that baseline's module (``baselines/<name>.py``, shipped as the ``baselines`` package) when it is asked for.
+A new baseline adds one line here. Nothing is found by scanning folders or importing modules by name.
+"""
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Callable, Sequence
+from types import ModuleType
 
-#: Algorithms with a file in ``baselines/`` (METHODS adds erl and seed there).
-ALGORITHMS: tuple[str, ...] = ("ppo", "grpo", "rloo", "gigpo", "sapo", "erl", "seed")
+
+def _ppo() -> ModuleType:
+    from baselines import ppo
+
+    return ppo
+
+
+def _grpo() -> ModuleType:
+    from baselines import grpo
+
+    return grpo
+
+
+def _rloo() -> ModuleType:
+    from baselines import rloo
+
+    return rloo
+
+
+def _gigpo() -> ModuleType:
+    from baselines import gigpo
+
+    return gigpo
+
+
+def _sapo() -> ModuleType:
+    from baselines import sapo
+
+    return sapo
+
+
+def _erl() -> ModuleType:
+    from baselines import erl
+
+    return erl
+
+
+def _seed() -> ModuleType:
+    from baselines import seed
+
+    return seed
+
+
+#: Algorithm name -> the loader of its baseline module (which has ``Args`` and ``main(argv)``).
+TRAINERS: dict[str, Callable[[], ModuleType]] = {
+    "ppo": _ppo,
+    "grpo": _grpo,
+    "rloo": _rloo,
+    "gigpo": _gigpo,
+    "sapo": _sapo,
+    "erl": _erl,
+    "seed": _seed,
+}
+
+#: The names of :data:`TRAINERS`, in table order.
+ALGORITHMS: tuple[str, ...] = tuple(TRAINERS)
 
 USAGE = """usage: agentgym train ALGORITHM [--config FILE] [--FIELD VALUE ...]
 
@@ -18,8 +76,25 @@ Example: agentgym train grpo --config baselines/configs/small/grpo_tiny_echo.yam
 """
 
 
-def _baselines_root() -> Path:
-    return Path(__file__).resolve().parents[2]
+def load_trainer(algo: str) -> ModuleType:
+    """The baseline module of ``algo`` (a key of :data:`TRAINERS`).
+
+    Raises:
+        KeyError: ``algo`` is not in the table (the message lists the known names).
+        ModuleNotFoundError: the ``baselines`` package is not installed (the message says how to install it).
+    """
+    if algo not in TRAINERS:
+        raise KeyError(f"no baseline {algo!r}; known: {', '.join(ALGORITHMS)}")
+    try:
+        return TRAINERS[algo]()
+    except ModuleNotFoundError as e:
+        if e.name != "baselines":
+            raise
+        raise ModuleNotFoundError(
+            "the baselines package is not importable: reinstall agentgym from its source checkout "
+            "(`pip install -e .` in the repository root), which installs agentgym and baselines together",
+            name="baselines",
+        ) from e
 
 
 def train_main(argv: Sequence[str] | None = None) -> int:
@@ -29,18 +104,11 @@ def train_main(argv: Sequence[str] | None = None) -> int:
         print(USAGE.format(algos=", ".join(ALGORITHMS)))
         return 0 if argv else 2
     algo, rest = argv[0], argv[1:]
-    root = _baselines_root()
-    if not (root / "baselines" / f"{algo}.py").exists():
-        known = sorted(p.stem for p in (root / "baselines").glob("*.py")) if (root / "baselines").is_dir() else []
-        print(
-            f"agentgym train: no baseline {algo!r} (looked for {root / 'baselines' / (algo + '.py')}); "
-            f"known: {', '.join(known) or 'none -- run from a source checkout of agentgym'}",
-            file=sys.stderr,
-        )
+    try:
+        module = load_trainer(algo)
+    except (KeyError, ModuleNotFoundError) as e:
+        print(f"agentgym train: {e.args[0]}", file=sys.stderr)
         return 2
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    module = importlib.import_module(f"baselines.{algo}")
     module.main(rest)
     return 0
 

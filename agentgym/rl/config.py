@@ -193,3 +193,13 @@ def parse_args(cls: type[A], argv: Sequence[str] | None = None) -> A:
 def to_dict(args: Args) -> dict[str, Any]:
     """JSON-friendly dict of an ``Args``."""
     return json.loads(json.dumps(dataclasses.asdict(args), default=str))
+
+
+@dataclass
+class GroupArgs(Args):
+    """Settings of the GRPO family (GRPO, and the methods built on it: ERL, SEED)."""
+
+    norm_adv_by_std: bool = True
+    """divide by the group's std (GRPO); False gives Dr.GRPO-style mean-centring only"""
+    distributed: str = "ddp"
+    """multi-GPU strategy under torchrun: ddp (replicated) or fsdp (decoder layers sharded)"""

@@ -3,11 +3,27 @@
 Names follow TRL (``per_token_logps``, ``old_per_token_logps``, ``ref_per_token_logps``, ``completion_mask``,
 ``advantages``, ``epsilon_low/high``, ``beta``); every tensor here is ``(B, T)`` over response tokens and
 aggregation is the token mean over the whole (micro-)batch unless a caller passes its own normaliser.
+
+The pieces every policy-gradient baseline combines live here so that no baseline imports another:
+:func:`clipped_policy_loss` (PPO-clip on a mini-batch's advantages), :func:`add_kl_entropy` (the KL and
+entropy terms), :func:`episode_returns` and :func:`policy_loss` (GRPO's actor loss, which PPO, RLOO and
+GiGPO use unchanged).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
+
+from agentgym.rl.batch import TurnBatch
+from agentgym.rl.config import Args
+
+if TYPE_CHECKING:
+    from agentgym.rl.trainer import Trainer
+
+#: Loss statistics by metric key (detached scalars), as a :data:`~agentgym.rl.trainer.LossFn` returns them.
+LossStats = dict[str, torch.Tensor]
 
 
 def masked_sum(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -87,3 +103,79 @@ def clipped_value_loss(
     with torch.no_grad():
         frac = masked_sum((err2 > err1).to(mask.dtype), mask) / mask.sum().clamp(min=1.0)
     return loss, frac
+
+
+def episode_returns(batch: TurnBatch) -> dict[int, float]:
+    """Sum of shaped turn rewards (``meta["reward"]``) per episode index."""
+    out: dict[int, float] = {}
+    for m in batch.meta:
+        out[m["episode"]] = out.get(m["episode"], 0.0) + float(m["reward"])
+    return out
+
+
+def clipped_policy_loss(
+    a: Args, per_token_logps: torch.Tensor, mb: TurnBatch, mask: torch.Tensor, normalizer: float
+) -> tuple[torch.Tensor, LossStats]:
+    """PPO-clip of ``per_token_logps`` (B, T) on ``mb``'s advantages over ``mask`` (B, T), ``a``'s epsilons.
+
+    Returns:
+        ``(loss, stats)`` with ``approx_kl`` and ``clipfrac`` (see :func:`ppo_clip_loss`).
+    """
+    return ppo_clip_loss(
+        per_token_logps,
+        mb["old_per_token_logps"],
+        mb["advantages"],
+        mask,
+        epsilon_low=a.epsilon_low,
+        epsilon_high=a.epsilon_high,
+        normalizer=normalizer,
+    )
+
+
+def add_kl_entropy(
+    a: Args,
+    loss: torch.Tensor,
+    result: LossStats,
+    out: dict[str, torch.Tensor],
+    mb: TurnBatch,
+    mask: torch.Tensor,
+    normalizer: float,
+) -> torch.Tensor:
+    """``loss + beta * low_var_kl - entropy_coef * entropy`` (each when its coefficient is > 0).
+
+    Args:
+        out: the forward's outputs (``per_token_logps``, and ``entropy`` when ``a.entropy_coef > 0``).
+
+    Returns:
+        The new loss; writes ``losses/kl_ref`` / ``losses/entropy`` (detached, unscaled) into ``result``.
+    """
+    if a.beta > 0:
+        kl = masked_sum(low_var_kl(out["per_token_logps"], mb["ref_per_token_logps"]), mask) / normalizer
+        loss = loss + a.beta * kl
+        result["losses/kl_ref"] = kl.detach()
+    if a.entropy_coef > 0:
+        ent = masked_sum(out["entropy"], mask) / normalizer
+        loss = loss - a.entropy_coef * ent
+        result["losses/entropy"] = ent.detach()
+    return loss
+
+
+def policy_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
+    """GRPO's actor loss: PPO-clip + beta * low_var_kl - entropy_coef * entropy, token means over the mini-batch."""
+    a = trainer.args
+    out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
+    per_token_logps = out["per_token_logps"]  # (B, T)
+    mask = mb["completion_mask"]
+    pg_loss, stats = clipped_policy_loss(a, per_token_logps, mb, mask, n_tokens)
+    result: LossStats = {
+        "losses/policy_loss": pg_loss.detach(),
+        "losses/approx_kl": stats["approx_kl"],
+        "losses/clipfrac": stats["clipfrac"],
+    }
+    loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, n_tokens)
+    # stats are reported per micro-batch token mean; rescale the summed pieces back to that scale
+    scale = n_tokens / max(float(mask.sum()), 1.0)
+    for k in ("losses/policy_loss", "losses/kl_ref", "losses/entropy"):
+        if k in result:
+            result[k] = result[k] * scale
+    return loss, result

@@ -12,14 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentgym.core import env_family
+
 #: Env families whose papers train on ``success_scale x success`` instead of the raw env reward.
 SUCCESS_REWARD_FAMILIES: tuple[str, ...] = ("ALFWorld", "WebShop")
 
 
 def success_scale_for(env_id: str, default: float = 10.0) -> float | None:
     """10.0 for ALFWorld/WebShop ids, None (use the env reward) for others."""
-    name = env_id.split(":")[-1].split("/")[-1]
-    return default if name.startswith(SUCCESS_REWARD_FAMILIES) else None
+    return default if env_family(env_id) in SUCCESS_REWARD_FAMILIES else None
 
 
 def shaped_reward(

@@ -2,10 +2,13 @@
 
 ``collect_rollouts`` plays ``len(tasks) * group_size`` episodes at once. Episode ``e`` belongs to group
 ``e // group_size`` and resets with ``tasks[group]`` (same seed and options), so the G episodes of a
-group share their start state (GRPO/GiGPO groups). Each turn, the prompts of all live episodes are built
-with a :class:`~agentgym.prompts.PromptTemplate` (verl-agent's step-wise form: task + last K turns, not
-the whole concatenated chat), generated in **one** batched call, parsed, and sent to the envs; episodes
-that end drop out and the rest go on. The result holds one :class:`Turn` per (episode, step) -- prompt
+group share their start state (GRPO/GiGPO groups). The turns are played by :func:`agentgym.loop.run_loop`,
+the loop evaluation uses, with the policy as an :class:`~agentgym.agents.llm.LLMAgent` (:class:`PolicyAgent`
+over an :class:`~agentgym.agents.llm.HFChat` that wraps the trainer's generator and records tokens and
+log-probs): each turn the prompts of all live episodes are built with a
+:class:`~agentgym.prompts.PromptTemplate` (verl-agent's step-wise form: task + last K turns, not the whole
+concatenated chat), generated in **one** batched call, parsed, and sent to the envs; episodes that end
+drop out and the rest go on. The result holds one :class:`Turn` per (episode, step) -- prompt
 ids, response ids, old logprobs, reward, flags -- ready for a trainer, plus the
 :class:`~agentgym.episodes.Episode` records (raw output, parsed action, token counts) that the eval logs
 use, fired through ``hooks`` as they happen.
@@ -13,14 +16,14 @@ use, fired through ``hooks`` as they happen.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgym.agents.llm import HFChat, LLMAgent, fit_messages
 from agentgym.envpool import EnvPool
-from agentgym.episodes import Episode, EpisodeBuilder
-from agentgym.models.generation import chat_prompt_ids
+from agentgym.episodes import Episode
+from agentgym.loop import TurnResult, run_loop
 from agentgym.prompts import PromptTemplate, get_template
 from agentgym.records import AgentInput, EpisodeSpec
 
@@ -130,20 +133,30 @@ def _fit_prompt(
     max_prompt_tokens: int,
     kwargs: dict[str, Any],
 ) -> tuple[list[dict[str, str]], list[int], bool]:
-    """Build the prompt; when too long, show fewer past turns, then keep the last tokens (left cut)."""
-    h = history_length
-    while True:
-        messages = template.build(inp, history_length=h, **kwargs)
-        ids = chat_prompt_ids(tokenizer, messages)
-        if len(ids) <= max_prompt_tokens:
-            return messages, ids, False
-        if h > 0:
-            h = h - 1
-            continue
-        if h < 0:  # "all history" templates (ReAct): fall back to a bounded window
-            h = 2
-            continue
-        return messages, ids[-max_prompt_tokens:], True
+    """The prompt a rollout turn of ``inp`` gets (``LLMAgent``'s fitting, then ``HFChat``'s left cut).
+
+    ERL and SEED rebuild turns' prompts with it (without the reflection, with the lesson); returns
+    ``(messages, prompt_ids, cut_on_the_left)``.
+    """
+    chat = HFChat.from_generator(None, tokenizer, max_prompt_tokens=max_prompt_tokens)
+    messages = fit_messages(template, inp, history_length=history_length, fits=chat.fits, kwargs=kwargs)
+    ids = chat.encode(messages)
+    return messages, ids, chat.truncated_prompts > 0
+
+
+class PolicyAgent(LLMAgent):
+    """The policy as an agent: :class:`LLMAgent` over the trainer's generator, with per-episode prompt kwargs.
+
+    ``build_kwargs(inp, episode)`` (ERL's reflection, SEED's lesson, a test's tag) is called with the
+    episode's index in the rollout.
+    """
+
+    def __init__(self, backend: HFChat, *, episode_kwargs: Callable[[AgentInput, int], dict[str, Any]] | None, **kw):
+        super().__init__(backend, **kw)
+        self.episode_kwargs = episode_kwargs
+
+    def build_kwargs(self, inp: AgentInput) -> dict[str, Any]:
+        return self.episode_kwargs(inp, inp.episode_index) if self.episode_kwargs is not None else {}
 
 
 def collect_rollouts(
@@ -214,136 +227,84 @@ def collect_rollouts(
         pool = EnvPool(env_id, n, env_kwargs=env_kwargs, backend=env_backend, num_workers=num_workers)
     elif pool.num_envs < n:
         raise ValueError(f"pool has {pool.num_envs} slots, the batch needs {n}")
-    agent_config = {
-        **template.config(),
-        "temperature": temperature,
-        "top_p": top_p,
-        "max_new_tokens": max_new_tokens,
-        "history_length": history_length,
-    }
-    stop = list(template.stop_strings) or None
+    chat = HFChat.from_generator(
+        generator,
+        tokenizer,
+        max_prompt_tokens=max_prompt_tokens,
+        return_logprobs=return_logprobs,
+        suppress_token_ids=suppress_token_ids,
+    )
+    # turn t of the rollout is the agent's call t (every live episode acts in each call): sampling seed + t
+    agent = PolicyAgent(
+        chat,
+        episode_kwargs=build_kwargs,
+        template=template,
+        temperature=temperature,
+        top_p=top_p,
+        max_new_tokens=max_new_tokens,
+        history_length=history_length,
+        seed=seed,
+        name=agent_name,
+    )
     turns: list[Turn] = []
-    builders = [EpisodeBuilder(hooks) for _ in range(n)]
-    episodes: list[Episode | None] = [None] * n
-    gen_s = env_s = 0.0
-    gen_tokens = truncated_prompts = 0
+
+    def record(r: TurnResult) -> None:
+        gen = r.action.generation
+        if gen is None:
+            raise RuntimeError("collect_rollouts needs a token-level back-end (the agent returned no tokens)")
+        e = r.state.index
+        turns.append(
+            Turn(
+                group=e // group_size,
+                episode=e,
+                t=r.t,
+                prompt_ids=gen.prompt_ids,
+                response_ids=list(gen.response_ids),
+                old_logprobs=gen.logprobs if return_logprobs else None,
+                reward=r.reward,
+                done=r.done,
+                terminated=r.terminated,
+                truncated=r.truncated,
+                is_action_valid=bool(r.info.get("is_action_valid", True)),
+                format_valid=r.action.format_valid,
+                observation=r.inp.observation,
+                action=r.action.action,
+                info=r.info,
+                inp=r.inp,
+                messages=gen.messages,
+                response_text=r.action.output or "",
+                finish_reason=str(r.action.extras.get("finish_reason", "stop")),
+            )
+        )
+
     try:
-        t0 = time.perf_counter()
-        resets = pool.reset(list(range(n)), [(s.seed, s.options) for s in specs])
-        env_s += time.perf_counter() - t0
-        state = []
-        for e, (obs, info) in enumerate(resets):
-            episodes[e] = builders[e].start(
-                env_id=env_id,
-                seed=specs[e].seed,
-                observation=obs,
-                info=info,
-                options=specs[e].options,
-                env_kwargs=env_kwargs,
-                agent=agent_name,
-                agent_config=agent_config,
-                extras={"group": e // group_size, "episode_index": e},
-            )
-            state.append({"obs": obs, "info": info, "first": obs, "history": []})
-        live = list(range(n))
-        t = 0
-        while live:
-            inputs, messages, prompts = [], [], []
-            for e in live:
-                s = state[e]
-                inp = AgentInput(
-                    env_id=env_id,
-                    observation=s["obs"],
-                    info=s["info"],
-                    first_observation=s["first"],
-                    history=list(s["history"]),
-                    task_id=None if s["info"].get("task_id") is None else str(s["info"].get("task_id")),
-                    episode_index=e,
-                )
-                extra = build_kwargs(inp, e) if build_kwargs is not None else {}
-                msgs, ids, cut = _fit_prompt(template, tokenizer, inp, history_length, max_prompt_tokens, extra)
-                truncated_prompts += int(cut)
-                inputs.append(inp)
-                messages.append(msgs)
-                prompts.append(ids)
-            t0 = time.perf_counter()
-            completions = generator.generate(
-                prompts,
-                max_new_tokens=max_new_tokens,
-                temperature=temperature,
-                top_p=top_p,
-                stop_strings=stop,
-                return_logprobs=return_logprobs,
-                suppress_token_ids=suppress_token_ids,
-                seed=None if seed is None else seed + t,
-            )
-            gen_s += time.perf_counter() - t0
-            parsed = [template.parse(c.text) for c in completions]
-            t0 = time.perf_counter()
-            results = pool.step(live, [p.action for p in parsed])
-            env_s += time.perf_counter() - t0
-            still = []
-            for e, inp, msgs, ids, comp, p, res in zip(live, inputs, messages, prompts, completions, parsed, results):
-                obs, reward, terminated, truncated, info = res
-                cut_here = max_turns is not None and t + 1 >= max_turns and not (terminated or truncated)
-                truncated = truncated or cut_here
-                gen_tokens += len(comp.ids)
-                turns.append(
-                    Turn(
-                        group=e // group_size,
-                        episode=e,
-                        t=t,
-                        prompt_ids=ids,
-                        response_ids=list(comp.ids),
-                        old_logprobs=comp.logprobs if return_logprobs else None,
-                        reward=float(reward),
-                        done=bool(terminated or truncated),
-                        terminated=bool(terminated),
-                        truncated=bool(truncated),
-                        is_action_valid=bool(info.get("is_action_valid", True)),
-                        format_valid=p.valid,
-                        observation=inp.observation,
-                        action=p.action,
-                        info=info,
-                        inp=inp,
-                        messages=msgs,
-                        response_text=comp.text,
-                        finish_reason=comp.finish_reason,
-                    )
-                )
-                step_extras: dict[str, Any] = {"format_valid": p.valid}
-                if not p.valid:
-                    step_extras["format_reason"] = p.reason
-                builders[e].add_step(
-                    action=p.action,
-                    observation=obs,
-                    reward=float(reward),
-                    terminated=terminated,
-                    truncated=truncated,
-                    info=info,
-                    output=comp.text,
-                    prompt_tokens=len(ids),
-                    completion_tokens=len(comp.ids),
-                    extras=step_extras,
-                )
-                s = state[e]
-                s["history"].append((s["obs"], p.action))
-                s["obs"], s["info"] = obs, info
-                if not (terminated or truncated):
-                    still.append(e)
-            live = still
-            t += 1
+        finished, loop_stats = run_loop(
+            env_id,
+            agent,
+            specs,
+            pool,
+            num_slots=n,
+            hooks=hooks,
+            agent_name=agent_name,
+            agent_config=agent.config(),
+            env_kwargs=env_kwargs,
+            episode_extras=lambda e: {"group": e // group_size, "episode_index": e},
+            max_turns=max_turns,
+            on_turn=record,
+        )
     finally:
         if own_pool:
             pool.close()
-    eps = [ep for ep in episodes if ep is not None]
+    eps = [finished[e] for e in range(n) if e in finished]
     batch = RolloutBatch(turns=turns, episodes=eps, group_size=group_size)
     n_turns = len(turns)
+    gen_tokens = sum(len(t.response_ids) for t in turns)
+    gen_s = chat.generation_s
     batch.stats = {
         "num_episodes": float(n),
         "num_turns": float(n_turns),
         "generation_s": gen_s,
-        "env_s": env_s,
+        "env_s": loop_stats.env_s,
         "generated_tokens": float(gen_tokens),
         "gen_tokens_per_s": gen_tokens / gen_s if gen_s > 0 else 0.0,
         "mean_response_length": gen_tokens / n_turns if n_turns else 0.0,
@@ -351,6 +312,6 @@ def collect_rollouts(
         "format_error_rate": sum(1 for x in turns if not x.format_valid) / n_turns if n_turns else 0.0,
         "success_rate": batch.success_rate(),
         "mean_return": sum(batch.episode_returns()) / n if n else 0.0,
-        "truncated_prompts": float(truncated_prompts),
+        "truncated_prompts": float(chat.truncated_prompts),
     }
     return batch

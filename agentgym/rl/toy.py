@@ -57,3 +57,13 @@ def suppress_all_but(tokenizer: Any, words: Sequence[str], *, allow_eos: bool = 
         allowed.add(int(tokenizer.eos_token_id))
     n = int(vocab_size if vocab_size is not None else len(tokenizer))
     return [i for i in range(n) if i not in allowed]
+
+
+class BareContextTemplate(BarePromptTemplate):
+    """The tiny-model ``bare`` template with the lesson/reflection shown before the observation (ERL, SEED)."""
+
+    name = "bare-context"
+
+    def user_prompt(self, inp: AgentInput, *, history_length: int, lesson: str | None, reflection: str | None) -> str:
+        ctx = " ".join(x.strip() for x in (lesson, reflection) if x and x.strip())
+        return f"{ctx}\n{inp.observation}" if ctx else inp.observation

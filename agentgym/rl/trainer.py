@@ -1,5 +1,10 @@
 """The training loop every baseline shares; a baseline supplies only its advantage and loss functions.
 
+Methods that change more than those (ERL's reflect-and-retry, SEED's lesson teacher and SFT stage) override
+the hooks of :meth:`Trainer.train_iteration` -- ``before_iteration``, ``collect``, ``training_batch``,
+``score_batch``, ``iteration_metrics`` -- never the iteration itself. Loss pieces shared by several baselines
+are in :mod:`agentgym.rl.losses`, GRPO's group advantages in :mod:`agentgym.rl.advantages`.
+
 One iteration (verl-agent's order):
 
 1. **rollout** -- ``collect_rollouts`` plays ``num_tasks x group_size`` episodes with the current policy
@@ -49,6 +54,7 @@ from agentgym.rl.distributed import (
     shard_model,
 )
 from agentgym.rl.logprobs import forward_completion
+from agentgym.rl.losses import episode_returns
 from agentgym.rl.metrics import MetricsLogger, plot_learning_curve
 from agentgym.rl.rewards import turn_rewards
 
@@ -540,7 +546,7 @@ class Trainer:
             save_checkpoint(self.run_dir, self.iteration, state)
 
     # -- the loop --------------------------------------------------------------------------------------
-    def fit(self, advantage_fn: AdvantageFn, loss_fn: LossFn) -> dict[str, float]:
+    def fit(self, advantage_fn: AdvantageFn | None, loss_fn: LossFn) -> dict[str, float]:
         """Run iterations ``self.iteration .. total_iterations - 1``; returns the last iteration's metrics."""
         a = self.args
         bar = None
@@ -579,33 +585,86 @@ class Trainer:
         self.logger.close()
         return last
 
-    def train_iteration(self, advantage_fn: AdvantageFn, loss_fn: LossFn) -> dict[str, float]:
+    # -- one iteration, and the hooks a method overrides -----------------------------------------------
+    def train_iteration(self, advantage_fn: AdvantageFn | None, loss_fn: LossFn) -> dict[str, float]:
+        """One iteration: :meth:`before_iteration`, :meth:`collect`, :meth:`training_batch`, :meth:`score_batch`,
+        ``advantage_fn``, :meth:`update`, :meth:`iteration_metrics`, then :meth:`end_iteration`.
+
+        A method changes only the hooks its paper changes (ERL: collect / training_batch / iteration_metrics;
+        SEED: before_iteration / collect / score_batch / iteration_metrics). ``advantage_fn`` None: the
+        training batch already carries its advantages.
+        """
         a = self.args
+        pre = self.before_iteration()
         it = self.iteration
         t_start = time.perf_counter()
-        tasks = self.next_tasks()
-        rb = self.rollout(tasks, group_size=a.group_size, temperature=a.temperature, seed=a.seed * 7919 + it * 104_729)
-        batch = self.make_batch(rb)
-        times = self.score(batch)
-        t0 = time.perf_counter()
-        adv_stats = advantage_fn(self, batch) or {}
-        adv_s = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        stats = self.update(batch, loss_fn, iteration=it)
-        update_s = time.perf_counter() - t0
+        collected = self.collect(self.next_tasks(), seed=a.seed * 7919 + it * 104_729)
+        batch, part_stats = self.training_batch(collected)
+        times: dict[str, float] = {}
+        adv_stats: dict[str, float] = {}
+        stats: dict[str, float] = {}
+        adv_s = update_s = 0.0
+        if batch is not None:
+            times = self.score_batch(collected, batch)
+            t0 = time.perf_counter()
+            adv_stats = (advantage_fn(self, batch) or {}) if advantage_fn is not None else {}
+            adv_s = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            stats = self.update(batch, loss_fn, iteration=it)
+            update_s = time.perf_counter() - t0
         elapsed = time.perf_counter() - t_start
-        returns: dict[int, float] = {}
-        for m in batch.meta:
-            returns[m["episode"]] = returns.get(m["episode"], 0.0) + m["reward"]
+        metrics = self.iteration_metrics(collected, batch, elapsed)
+        if "time/old_logprob_s" in times:
+            metrics["time/logprob_s"] = times["time/old_logprob_s"] + times.get("time/ref_logprob_s", 0.0)
+        metrics.update(
+            {
+                **times,
+                "time/advantage_s": adv_s,
+                "time/update_s": update_s,
+                "time/iteration_s": elapsed,
+                "losses/policy_loss": 0.0,
+                "losses/value_loss": 0.0,
+                "losses/approx_kl": 0.0,
+                "losses/clipfrac": 0.0,
+                **{k: float(v) for k, v in adv_stats.items()},
+                **part_stats,
+                **stats,
+                **pre,
+            }
+        )
+        return self.end_iteration(it, metrics)
+
+    def before_iteration(self) -> dict[str, float]:
+        """Work before an iteration's rollouts (SEED: the SFT stage); returns metrics. Default: nothing."""
+        return {}
+
+    def collect(self, tasks: list[EpisodeSpec], *, seed: int) -> Any:
+        """The iteration's experience: by default ``group_size`` rollouts of each task (a ``RolloutBatch``)."""
+        return self.rollout(tasks, group_size=self.args.group_size, temperature=self.args.temperature, seed=seed)
+
+    def training_batch(self, collected: Any) -> tuple[TurnBatch | None, dict[str, float]]:
+        """Training rows of :meth:`collect`'s result and metrics about them; None: nothing to train on."""
+        return self.make_batch(collected), {}
+
+    def score_batch(self, collected: Any, batch: TurnBatch) -> dict[str, float]:
+        """No-grad forwards the loss needs (:meth:`score`; SEED adds its teacher); returns timings."""
+        return self.score(batch)
+
+    def iteration_metrics(self, collected: Any, batch: TurnBatch | None, elapsed: float) -> dict[str, float]:
+        """The rollout's shared metrics (``charts/*``, ``rollout/*``), gathered over ranks."""
+        rb = collected
+        returns = episode_returns(batch) if batch is not None else {}
+        meta = batch.meta if batch is not None else []
         local = {
             "returns": [returns.get(e, 0.0) for e in range(len(rb.episodes))],
             "success": rb.episode_success(),
-            "invalid": [not m["valid"] for m in batch.meta],
-            "resp": batch["completion_mask"].sum(1).tolist(),
+            "invalid": [not m["valid"] for m in meta],
+            "resp": batch["completion_mask"].sum(1).tolist() if batch is not None else [],
         }
         parts = all_gather_objects(local, self.dist)
         cat = {k: [x for p in parts for x in p[k]] for k in local}
-        metrics = {
+        train_tokens = float(batch["attention_mask"].sum()) * self.dist.world_size if batch is not None else 0.0
+        return {
             "charts/episodic_return": float(np.mean(cat["returns"])) if cat["returns"] else 0.0,
             "charts/success_rate": float(np.mean(cat["success"])) if cat["success"] else 0.0,
             "charts/SPS": len(cat["invalid"]) / max(elapsed, 1e-9),
@@ -613,22 +672,10 @@ class Trainer:
             "rollout/response_length": float(np.mean(cat["resp"])) if cat["resp"] else 0.0,
             "rollout/num_turns": float(len(cat["invalid"])),
             "perf/generated_tokens": float(sum(cat["resp"])),
-            "perf/train_tokens": float(batch["attention_mask"].sum()) * self.dist.world_size,
+            "perf/train_tokens": train_tokens,
             "time/generation_s": float(rb.stats.get("generation_s", 0.0)),
             "time/env_s": float(rb.stats.get("env_s", 0.0)),
-            "time/logprob_s": times["time/old_logprob_s"] + times["time/ref_logprob_s"],
-            **times,
-            "time/advantage_s": adv_s,
-            "time/update_s": update_s,
-            "time/iteration_s": elapsed,
-            "losses/policy_loss": 0.0,
-            "losses/value_loss": 0.0,
-            "losses/approx_kl": 0.0,
-            "losses/clipfrac": 0.0,
-            **{k: float(v) for k, v in adv_stats.items()},
-            **stats,
         }
-        return self.end_iteration(it, metrics)
 
     def end_iteration(self, it: int, metrics: dict[str, float]) -> dict[str, float]:
         """Close iteration ``it``: count it, validate every ``val_every`` iterations, log the metrics."""

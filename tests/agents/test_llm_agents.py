@@ -12,8 +12,8 @@ from agentgym.agents.base import AgentInput
 from agentgym.agents.llm import ChatResult, HFChat, LLMAgent
 from agentgym.agents.openai_agent import OpenAIAgent
 from agentgym.agents.react import ReActAgent
-from agentgym.agents.reflexion import ReflexionAgent, run_reflexion
-from agentgym.evaluation import run_episodes, seed_specs
+from agentgym.agents.reflexion import ReflexionAgent
+from agentgym.evaluation import run_episodes, run_reflexion, seed_specs
 from agentgym.models.tiny import make_tiny_model
 
 # Tiny models run fastest on one thread, and a busy 2-core machine makes two OpenMP threads spin at every
