@@ -6,6 +6,8 @@ import random
 
 import gymnasium as gym
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import require_data
 
@@ -488,3 +490,25 @@ def test_arbitrary_actions_never_crash(engine):
             env.reset(options={"goal_index": 9})
 
     check()
+
+
+# -- action parsing -------------------------------------------------------------------------------------
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="ab[]\n ", max_size=14))
+def test_parse_action_is_the_originals_regex(action):
+    """The linear parser gives exactly ``ACTION_RE.match`` (the original's pattern) on any string."""
+    from agentgym.envs.webshop.env import ACTION_RE, parse_action
+
+    m = ACTION_RE.match(action)
+    assert parse_action(action) == ((action, None) if m is None else (m.group(1), m.group(2)))
+
+
+def test_long_actions_parse_like_the_original(env):
+    env.reset(options={"split": "test", "index": 0})
+    # as in the original, only the first line counts: the junk after it is ignored
+    obs, _, _, _, info = env.step("search[shoes]\n" + "[" * 60_000)
+    assert info["is_action_valid"] and info["page"] == "results"
+    _, _, _, _, info = env.step("click[" * 10_000 + "back to search]")  # name "click[click[...": unknown
+    assert not info["is_action_valid"] and "unknown action" in info["invalid_reason"]
+    _, _, _, _, info = env.step("search[" + "x" * 70_000 + "]")
+    assert not info["is_action_valid"] and "too long" in info["invalid_reason"]

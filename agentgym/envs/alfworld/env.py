@@ -6,7 +6,7 @@ import operator
 import re
 from typing import Any
 
-from agentgym.core import TextEnv, normalize_action
+from agentgym.core import TextEnv, action_length_error, normalize_action
 from agentgym.envs.alfworld import games as games_mod
 from agentgym.envs.alfworld.engine import make_engine
 from agentgym.envs.alfworld.wording import HIDDEN_COMMANDS, WORDINGS, apply_wording, command_aliases
@@ -161,12 +161,15 @@ class ALFWorldEnv(TextEnv):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
         text = normalize_action(action)
-        command = _SPACES.sub(" ", text).strip().lower()
+        too_long = action_length_error(text)
+        command = _SPACES.sub(" ", text).strip().lower() if too_long is None else ""
         played = self._resolve(command) if command else None
         if played is None:
             # The engine answers unknown commands with "Nothing happens." and leaves the state alone; we
             # answer the same without re-deriving the (unchanged) admissible commands.
-            if not command:
+            if too_long is not None:
+                reason = too_long
+            elif not command:
                 reason = "empty action"
             elif len(text) > 500:
                 reason = f"not an admissible command ({len(text)} characters)"
