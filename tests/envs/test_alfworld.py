@@ -445,25 +445,19 @@ def test_prepare_from_release_zip(data, tmp_path):
 
 
 def test_download_fetches_the_release_url(data, tmp_path, monkeypatch):
-    """``download`` fetches the URL alfworld-download uses and lays the zip out (network replaced by a local zip)."""
-    import urllib.request
+    """``download`` fetches the URL alfworld-download uses and lays the zip out (the URL replaced by a local zip)."""
     import zipfile
 
-    src = sorted(data.glob(f"*/*/{games.GAME_FILE}"))[0]
-    fetched = []
-
-    def fake_urlretrieve(url, filename):
-        fetched.append(url)
-        with zipfile.ZipFile(filename, "w") as zf:
-            zf.write(src, f"json_2.1.1/valid_unseen/{src.parent.parent.name}/{src.parent.name}/{games.GAME_FILE}")
-        return filename, None
-
-    monkeypatch.setattr(urllib.request, "urlretrieve", fake_urlretrieve)
-    dest = games.download(tmp_path / "alfworld")
-    assert fetched == [games.TW_PDDL_URL]
     script = Path(sys.executable).parent / "alfworld-download"
     if script.is_file():  # the same URL as alfworld's own downloader
         assert games.TW_PDDL_URL in script.read_text()
+    src = sorted(data.glob(f"*/*/{games.GAME_FILE}"))[0]
+    zpath = tmp_path / "release.zip"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        zf.write(src, f"json_2.1.1/valid_unseen/{src.parent.parent.name}/{src.parent.name}/{games.GAME_FILE}")
+    monkeypatch.setattr(games, "TW_PDDL_URL", zpath.as_uri())
+    dest = games.download(tmp_path / "alfworld")
+    assert not list(tmp_path.glob(".alfworld-*")), "the downloaded zip is removed once laid out"
     assert len(list((dest / games.JSON_DIR / "valid_unseen").glob(f"*/*/{games.GAME_FILE}"))) == 1
 
 

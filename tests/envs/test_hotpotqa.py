@@ -112,7 +112,7 @@ GOOD = {
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
-        ("{not json", "is not valid JSON"),
+        ("{not json", "line 1 column 2: not valid JSON"),
         ({"_id": "q1"}, "not a list"),
         ([], "holds no questions"),
         ([{k: v for k, v in GOOD.items() if k != "answer"}], "missing field 'answer'"),

@@ -421,23 +421,23 @@ def test_human_goals_from_the_processed_catalogue(data_dir):
 
 
 def test_download_fetches_validates_and_explains_failures(tmp_path, monkeypatch, data_dir):
-    """`agentgym data download webshop` with the file host replaced by local answers (tests never go online)."""
-    import io
-    import urllib.request
-
+    """`agentgym data download webshop` with the file host replaced by local file:// URLs (tests never go online)."""
     from agentgym.envs.webshop import catalog
 
     ins = (data_dir / "items_ins_v2_1000.json").read_bytes()
-    answers = {
-        name: b"[]" if "shuffle" in name else ins if "ins_v2" in name else b"{}" for name in catalog.DOWNLOAD_URLS
-    }
-    by_url = {url: answers[name] for name, url in catalog.DOWNLOAD_URLS.items()}
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: io.BytesIO(by_url[url]))
+    host = tmp_path / "host"
+    host.mkdir()
+    urls = {}
+    for name in catalog.DOWNLOAD_URLS:
+        (host / name).write_bytes(b"[]" if "shuffle" in name else ins if "ins_v2" in name else b"{}")
+        urls[name] = (host / name).as_uri()
+    monkeypatch.setattr(catalog, "DOWNLOAD_URLS", urls)
     dest = catalog.download(tmp_path / "ok")
     assert sorted(p.name for p in dest.iterdir()) == sorted(catalog.DOWNLOAD_URLS)
 
     # a quota page instead of JSON: refused, no partial file, and the message says what to do
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: io.BytesIO(b"<html>quota</html>"))
+    for name in urls:
+        (host / name).write_bytes(b"<html>quota</html>")
     with pytest.raises(SystemExit, match="agentgym data prepare webshop"):
         catalog.download(tmp_path / "bad")
     assert not any((tmp_path / "bad").iterdir())
