@@ -7,7 +7,6 @@ import http.server
 import json
 import shutil
 import threading
-from pathlib import Path
 
 import pytest
 
