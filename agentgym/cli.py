@@ -266,6 +266,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_data(args: argparse.Namespace) -> int:
     from agentgym import data
 
+    if args.action == "verify":  # envs lane (issue 20.4): hash the data files against the shipped manifest
+        problems = data.verify([args.family] if args.family else None)
+        if problems:
+            print(f"{len(problems)} problem(s); fix them as said above, then run `agentgym data verify` again")
+            return 1
+        return 0
+    if not args.family:
+        raise SystemExit(f"data {args.action} needs a data set: {' | '.join(data.FAMILIES)}")
+    if args.action == "prepare" and args.compile:  # envs lane (issue 21.4): fill ALFWorld's compiled-game cache
+        if args.family != "alfworld":
+            raise SystemExit("--compile applies to alfworld only")
+        from agentgym.envs.alfworld.games import compile_split
+
+        compile_split(args.split or "train")
+        return 0
     if args.action == "prepare":
         if not args.source:
             raise SystemExit("data prepare needs --from DIR_OR_FILE")
@@ -323,10 +338,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--trials", type=int, default=1, help="Reflexion trials per task (reflexion agents only)")
     sp.set_defaults(fn=cmd_eval)
 
-    sp = sub.add_parser("data", help="download or prepare a data set")
-    sp.add_argument("action", choices=["download", "prepare"])
-    sp.add_argument("family", help="alfworld | webshop | hotpotqa")
+    sp = sub.add_parser("data", help="download, prepare or verify a data set")
+    sp.add_argument("action", choices=["download", "prepare", "verify"])
+    sp.add_argument("family", nargs="?", help="alfworld | webshop | hotpotqa (verify: default all)")
     sp.add_argument("--from", dest="source", help="local copy to prepare from")
+    sp.add_argument("--compile", action="store_true", help="alfworld: compile a split's games into the disk cache")
+    sp.add_argument("--split", help="with --compile: the split (default train)")
     sp.add_argument("--dest", help="data root (default: $AGENTGYM_DATA or the user data dir)")
     sp.set_defaults(fn=cmd_data)
 

@@ -8,6 +8,8 @@ rollout engine and the leaderboard:
 * ``reset`` calls ``super().reset(seed=seed)`` first and draws all randomness from ``self.np_random``.
 * ``step`` never raises on a malformed or impossible action: the state stays as it was, the observation
   says what went wrong, and ``info["is_action_valid"]`` is False with ``info["invalid_reason"]`` set.
+* Parsing is linear in the action's length, and an action longer than :data:`MAX_ACTION_LENGTH` characters is
+  invalid (:func:`action_length_error` gives the reason) before any parsing, so no action is ever slow.
 * ``info`` always carries ``is_action_valid``, ``success`` and ``task_id`` (see :meth:`TextEnv.make_info`).
 """
 
@@ -35,7 +37,11 @@ CHARSET: frozenset[str] = frozenset(
 #: Upper bound on the length of an observation or action string in the Text spaces.
 MAX_TEXT_LENGTH = 1 << 20
 
-#: Upper bound on the length of an action string in the action space (agents may send longer: envs cope).
+#: Longest action an env accepts, in characters (the action space's ``max_length``). A longer action is an
+#: invalid action (reason from :func:`action_length_error`), checked before parsing, whatever the env: a model
+#: that degenerates into repeated brackets costs one cheap invalid step, never a stalled worker. 65,536
+#: characters is several times the longest reply of any model budget we run (an ERL-style reply with its
+#: reasoning and ``\boxed{}`` answer is a few thousand characters), so only runaway generations hit it.
 MAX_ACTION_LENGTH = 1 << 16
 
 
@@ -152,6 +158,20 @@ def env_version(env_id: str) -> int:
     if version is None:
         raise ValueError(f"env id {env_id!r} does not end in -vN")
     return version
+
+
+def action_length_error(text: str) -> str | None:
+    """Why ``text`` is too long to be an action (over :data:`MAX_ACTION_LENGTH` characters), or None.
+
+    Every env calls this on the normalized action before parsing it and returns an invalid step with this
+    reason when it is not None.
+    """
+    if len(text) <= MAX_ACTION_LENGTH:
+        return None
+    return (
+        f"action too long ({len(text):,} characters; at most {MAX_ACTION_LENGTH:,}): send one short action, "
+        "not a whole transcript"
+    )
 
 
 def normalize_action(action: object) -> str:

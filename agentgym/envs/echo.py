@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentgym.core import TextEnv, normalize_action
+from agentgym.core import TextEnv, action_length_error, normalize_action
 
 WORDS = ("apple", "river", "stone", "cloud", "green", "light", "table", "music")
 
@@ -88,13 +88,15 @@ class EchoBanditEnv(TextEnv):
         return self._last_observation, self._info()
 
     def step(self, action: str):
-        word = normalize_action(action).strip().strip(".").lower()
+        text = normalize_action(action)
+        too_long = action_length_error(text)
+        word = text.strip().strip(".").lower() if too_long is None else ""
         if word == self.target:
             self._last_observation = "Correct."
             return self._last_observation, 1.0, True, False, self._info(success=True)
         valid = word in self.choices
         self._last_observation = self._prompt(missed=True)
-        reason = None if valid else f"{word!r} is not one of {', '.join(self.choices)}"
+        reason = None if valid else too_long or f"{word!r} is not one of {', '.join(self.choices)}"
         return self._last_observation, 0.0, False, False, self._info(is_action_valid=valid, invalid_reason=reason)
 
     def expert_action(self) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from agentgym.core import TextEnv, normalize_action
+from agentgym.core import TextEnv, action_length_error, normalize_action
 
 #: Canonical action names in gymnasium's action order (0 left, 1 down, 2 right, 3 up); RAGEN numbers
 #: them 1-4 in the same order (``ragen/env/frozen_lake/config.py``).
@@ -302,6 +302,8 @@ class FrozenLakeEnv(TextEnv):
         if self._tiles is None:
             raise ResetNeeded("call reset() before step()")
         text = normalize_action(action)
+        if (too_long := action_length_error(text)) is not None:
+            return self._invalid(text, too_long)
         if self._done:
             return self._invalid(text, "the episode is over; call reset()")
         a = parse_action(text)

@@ -1,6 +1,7 @@
 """Speed of the grid envs (not run by default).
 
 Run: ``python -m pytest tests/benchmarks/test_bench_envs.py --benchmark-only -m ""``.
+The pathological-action benchmarks run on every registered id (data-backed ones skip without their data).
 Targets on a 2-core CPU: a step <= 20 us with its text observation (through ``gym.make``'s wrappers);
 a 6x6 one-box level <= 1 ms median (gym-sokoban 0.0.6 takes 1.5-3 ms). Gymnasium's own FrozenLake-v1
 step runs in the same session for comparison.
@@ -9,16 +10,19 @@ step runs in the same session for comparison.
 from __future__ import annotations
 
 import itertools
+import time
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import agentgym  # noqa: F401
+from agentgym.core import MAX_ACTION_LENGTH
 from agentgym.envs.frozen_lake import FrozenLakeEnv
 from agentgym.envs.sokoban.env import SokobanEnv
 from agentgym.envs.sokoban.generator import generate_level
 from agentgym.envs.sokoban.solver import solve
+from tests.envs.test_envs import ENV_IDS, make, pathological_actions, reset
 
 pytestmark = pytest.mark.benchmark
 
@@ -121,3 +125,26 @@ def test_bench_gymnasium_frozen_lake_v1_step(benchmark):
     cycle = itertools.cycle([0, 0])  # left into the wall: stays put, never terminates
 
     benchmark(lambda: env.step(next(cycle)))
+
+
+# -- pathological actions (issue 20.2): every env's worst action under 50 ms ------------------------------------
+@pytest.mark.parametrize("length", [MAX_ACTION_LENGTH, 100 * 1024], ids=["at-limit", "100KB"])
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_bench_worst_pathological_action(benchmark, env_id, length):
+    """One step on the env's slowest pathological action (repeated ``[``, ``search[``, ``\\boxed{``, nesting, ...)
+    of ``length`` characters: at the contract's limit the parser runs on it, at 100 KB it is rejected unread."""
+    env = make(env_id)
+    reset(env, seed=0)
+    raw = env.unwrapped
+    actions = pathological_actions(length)
+
+    def cost(action: str) -> float:
+        t = time.perf_counter()
+        raw.step(action)
+        return time.perf_counter() - t
+
+    name = max(actions, key=lambda n: min(cost(actions[n]) for _ in range(3)))
+    info = benchmark(lambda: raw.step(actions[name]))[4]
+    benchmark.extra_info.update(action=name, length=length)
+    assert info["is_action_valid"] is False
+    assert benchmark.stats.stats.median < 0.05, f"{env_id}: {name} x {length} takes over 50 ms"

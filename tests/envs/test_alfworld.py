@@ -445,25 +445,19 @@ def test_prepare_from_release_zip(data, tmp_path):
 
 
 def test_download_fetches_the_release_url(data, tmp_path, monkeypatch):
-    """``download`` fetches the URL alfworld-download uses and lays the zip out (network replaced by a local zip)."""
-    import urllib.request
+    """``download`` fetches the URL alfworld-download uses and lays the zip out (the URL replaced by a local zip)."""
     import zipfile
 
-    src = sorted(data.glob(f"*/*/{games.GAME_FILE}"))[0]
-    fetched = []
-
-    def fake_urlretrieve(url, filename):
-        fetched.append(url)
-        with zipfile.ZipFile(filename, "w") as zf:
-            zf.write(src, f"json_2.1.1/valid_unseen/{src.parent.parent.name}/{src.parent.name}/{games.GAME_FILE}")
-        return filename, None
-
-    monkeypatch.setattr(urllib.request, "urlretrieve", fake_urlretrieve)
-    dest = games.download(tmp_path / "alfworld")
-    assert fetched == [games.TW_PDDL_URL]
     script = Path(sys.executable).parent / "alfworld-download"
     if script.is_file():  # the same URL as alfworld's own downloader
         assert games.TW_PDDL_URL in script.read_text()
+    src = sorted(data.glob(f"*/*/{games.GAME_FILE}"))[0]
+    zpath = tmp_path / "release.zip"
+    with zipfile.ZipFile(zpath, "w") as zf:
+        zf.write(src, f"json_2.1.1/valid_unseen/{src.parent.parent.name}/{src.parent.name}/{games.GAME_FILE}")
+    monkeypatch.setattr(games, "TW_PDDL_URL", zpath.as_uri())
+    dest = games.download(tmp_path / "alfworld")
+    assert not list(tmp_path.glob(".alfworld-*")), "the downloaded zip is removed once laid out"
     assert len(list((dest / games.JSON_DIR / "valid_unseen").glob(f"*/*/{games.GAME_FILE}"))) == 1
 
 
@@ -498,3 +492,71 @@ def test_async_vector_env(data):
         assert obs[1] == "Nothing happens."
     finally:
         venv.close()
+
+
+# -- compiled-game disk cache (agentgym data prepare alfworld --compile) --------------------------------------------
+def test_prepare_compile_fills_the_disk_cache_and_resets_use_it(data, tmp_path, monkeypatch, capsys):
+    """`data prepare alfworld --compile --split S` compiles every game of S once; a new process then reads them."""
+    import subprocess
+
+    from agentgym.cli import main
+    from tests.conftest import ROOT
+
+    root = tmp_path / "data" / "alfworld"
+    src = sorted(data.glob(f"*/*/{games.GAME_FILE}"))[:3]
+    for p in src:
+        out = root / games.JSON_DIR / "valid_seen" / p.parent.parent.name / p.parent.name
+        out.mkdir(parents=True)
+        shutil.copyfile(p, out / games.GAME_FILE)
+    monkeypatch.setenv("AGENTGYM_DATA", str(tmp_path / "data"))
+    monkeypatch.setenv("AGENTGYM_CACHE", str(tmp_path / "cache"))
+    games._list_games.cache_clear()
+    assert main(["data", "prepare", "alfworld", "--compile", "--split", "valid_seen"]) == 0
+    assert "3 games, 3 compiled now, 0 already cached" in capsys.readouterr().out
+    compiled = tmp_path / "cache" / "alfworld" / "compiled"
+    assert len(list(compiled.glob("logic-*.pkl"))) == 1  # the parsed grammar too
+    assert games.compile_split("valid_seen", progress=False) == (0, 3)
+    # a fresh process resets each game without compiling it (the compiler is made to fail there)
+    script = (
+        "import gymnasium as gym, agentgym\n"
+        "from agentgym.envs.alfworld import engine, games\n"
+        "def boom(*a, **k): raise AssertionError('compiled although cached')\n"
+        "engine._compile = boom\n"
+        "env = gym.make('agentgym/ALFWorld-v0', split='valid_seen')\n"
+        "for f in games.list_games('valid_seen'): env.reset(options={'gamefile': f})\n"
+        "print('ok')\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+def test_disk_cached_grammar_plays_like_a_fresh_parse(data, tmp_path, monkeypatch):
+    """The parsed grammar read back from the disk cache gives the same observations as parsing it again."""
+    from agentgym.envs.alfworld import engine
+
+    monkeypatch.setenv("AGENTGYM_CACHE", str(tmp_path))
+    files = games.list_games("valid_seen")[:4]
+
+    def play() -> list[str]:
+        engine.clear_caches()
+        env = gym.make(ENV_ID, split="valid_seen")
+        trace = []
+        for f in files:
+            obs, info = env.reset(options={"gamefile": f})
+            trace.append(obs)
+            for _ in range(6):
+                obs, *_ = env.step(env.unwrapped.expert_action())
+                trace.append(obs)
+        env.close()
+        return trace
+
+    parsed = play()  # parses the grammar and saves it
+    assert list((tmp_path / "alfworld" / "compiled").glob("logic-*.pkl"))
+    from textworld.envs.pddl import logic as pddl_logic
+
+    def no_parse(*a, **k):
+        raise AssertionError("the grammar was parsed again")
+
+    monkeypatch.setattr(pddl_logic.GameLogic, "__init__", no_parse)  # unpickling does not call __init__
+    loaded = play()  # reads it back
+    assert loaded == parsed

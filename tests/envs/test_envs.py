@@ -20,7 +20,7 @@ from gymnasium.error import DependencyNotInstalled
 from gymnasium.utils.env_checker import check_env
 
 import agentgym  # noqa: F401
-from agentgym.core import TextEnv
+from agentgym.core import MAX_ACTION_LENGTH, TextEnv
 from agentgym.data import DataNotFoundError
 from agentgym.episodes import to_jsonable
 
@@ -167,3 +167,53 @@ def test_version_suffix_and_docstring_sections(env_id):
     doc = type(env.unwrapped).__doc__ or ""
     for section in ("Description", "Action Space", "Observation Space", "Rewards", "Episode End", "Information"):
         assert section in doc, f"{type(env.unwrapped).__name__} docstring lacks the {section!r} section"
+
+
+def _repeat(unit: str, length: int) -> str:
+    return (unit * (length // len(unit) + 1))[:length]
+
+
+#: Inputs a degenerate sampler produces, each at just under the contract's limit (the parsers run on them) and
+#: at 1 MiB (rejected for its length before any parsing).
+PATHOLOGICAL_UNITS = {
+    "brackets": "[",
+    "search[": "search[",
+    "click[": "click[",
+    "boxed": "\\boxed{",
+    "parens": "(",
+    "think": "<think>",
+    "nul": "\x00",
+}
+
+
+def pathological_actions(length: int) -> dict[str, str]:
+    actions = {name: _repeat(unit, length) for name, unit in PATHOLOGICAL_UNITS.items()}
+    depth = (length - len("search[]")) // 2
+    actions["nested"] = "search[" + "[" * depth + "]" * depth + "]"
+    return actions
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_pathological_actions_are_invalid_and_cheap_to_reject(env_id):
+    """Repeated brackets, tool names, ``\\boxed{``, ``<think>``, NULs, nesting: invalid with a reason, state kept."""
+    env, clean = make(env_id), make(env_id)
+    obs0, _ = reset(env, seed=3)
+    reset(clean, seed=3)
+    raw = env.unwrapped
+    for length in (MAX_ACTION_LENGTH, 1 << 20):
+        for name, action in pathological_actions(length).items():
+            assert len(action) == length
+            obs, reward, terminated, truncated, info = raw.step(action)
+            assert info["is_action_valid"] is False, (name, length)
+            reason = info["invalid_reason"]
+            assert isinstance(reason, str) and reason
+            assert ("too long" in reason) == (length > MAX_ACTION_LENGTH), (name, length, reason)
+            assert reward == 0 and not terminated and not truncated
+            assert len(obs) < len(obs0) + 2_000, "a pathological action must not be echoed back in full"
+    # the state is what it was: the next real action gives what it gives in an env that saw none of this
+    try:
+        action = raw.expert_action()
+    except NotImplementedError:
+        action = "look"
+    assert raw.step(action)[:4] == clean.unwrapped.step(action)[:4]

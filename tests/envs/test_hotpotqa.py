@@ -112,7 +112,7 @@ GOOD = {
 @pytest.mark.parametrize(
     ("payload", "message"),
     [
-        ("{not json", "is not valid JSON"),
+        ("{not json", "line 1 column 2: not valid JSON"),
         ({"_id": "q1"}, "not a list"),
         ([], "holds no questions"),
         ([{k: v for k, v in GOOD.items() if k != "answer"}], "missing field 'answer'"),
@@ -444,6 +444,24 @@ def test_erl_variant_retrieves_and_accepts_boxed(sample_path):
     assert not term and not info["is_action_valid"] and "empty" in info["invalid_reason"]
     obs, reward, term, _, info = e.step("finish[GmbH]")  # finish[...] works too; the acronym is not the answer
     assert term and reward == 0.0 and info["answer"] == "GmbH"
+    _reset_to(e, 0)  # a long reply with its reasoning: the first non-empty \boxed{} is the answer
+    obs, reward, term, _, info = e.step(
+        "<think>" * 5_000 + "\\boxed{}" * 1_000 + "\\boxed{Gesellschaft mit beschränkter Haftung}"
+    )
+    assert term and reward == 1.0
+    _reset_to(e, 0)
+    obs, reward, term, _, info = e.step("x" * 70_000 + "\\boxed{Gesellschaft mit beschränkter Haftung}")
+    assert not term and not info["is_action_valid"] and "too long" in info["invalid_reason"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.sampled_from(["\\boxed{", "}", "{", "a", "\\", "\n", "b c"]), max_size=10).map("".join))
+def test_first_boxed_is_erls_pattern(text):
+    """The linear ``first_boxed`` gives exactly ``_BOXED.search`` (ERL's pattern) on any string."""
+    from agentgym.envs.hotpotqa.env import _BOXED, first_boxed
+
+    m = _BOXED.search(text)
+    assert first_boxed(text) == (m.group(1) if m else None)
 
 
 # -- search unit ----------------------------------------------------------------------------------------------

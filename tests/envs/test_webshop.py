@@ -6,6 +6,8 @@ import random
 
 import gymnasium as gym
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import require_data
 
@@ -419,23 +421,23 @@ def test_human_goals_from_the_processed_catalogue(data_dir):
 
 
 def test_download_fetches_validates_and_explains_failures(tmp_path, monkeypatch, data_dir):
-    """`agentgym data download webshop` with the file host replaced by local answers (tests never go online)."""
-    import io
-    import urllib.request
-
+    """`agentgym data download webshop` with the file host replaced by local file:// URLs (tests never go online)."""
     from agentgym.envs.webshop import catalog
 
     ins = (data_dir / "items_ins_v2_1000.json").read_bytes()
-    answers = {
-        name: b"[]" if "shuffle" in name else ins if "ins_v2" in name else b"{}" for name in catalog.DOWNLOAD_URLS
-    }
-    by_url = {url: answers[name] for name, url in catalog.DOWNLOAD_URLS.items()}
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: io.BytesIO(by_url[url]))
+    host = tmp_path / "host"
+    host.mkdir()
+    urls = {}
+    for name in catalog.DOWNLOAD_URLS:
+        (host / name).write_bytes(b"[]" if "shuffle" in name else ins if "ins_v2" in name else b"{}")
+        urls[name] = (host / name).as_uri()
+    monkeypatch.setattr(catalog, "DOWNLOAD_URLS", urls)
     dest = catalog.download(tmp_path / "ok")
     assert sorted(p.name for p in dest.iterdir()) == sorted(catalog.DOWNLOAD_URLS)
 
     # a quota page instead of JSON: refused, no partial file, and the message says what to do
-    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout=None: io.BytesIO(b"<html>quota</html>"))
+    for name in urls:
+        (host / name).write_bytes(b"<html>quota</html>")
     with pytest.raises(SystemExit, match="agentgym data prepare webshop"):
         catalog.download(tmp_path / "bad")
     assert not any((tmp_path / "bad").iterdir())
@@ -488,3 +490,25 @@ def test_arbitrary_actions_never_crash(engine):
             env.reset(options={"goal_index": 9})
 
     check()
+
+
+# -- action parsing -------------------------------------------------------------------------------------
+@settings(max_examples=2000, deadline=None)
+@given(st.text(alphabet="ab[]\n ", max_size=14))
+def test_parse_action_is_the_originals_regex(action):
+    """The linear parser gives exactly ``ACTION_RE.match`` (the original's pattern) on any string."""
+    from agentgym.envs.webshop.env import ACTION_RE, parse_action
+
+    m = ACTION_RE.match(action)
+    assert parse_action(action) == ((action, None) if m is None else (m.group(1), m.group(2)))
+
+
+def test_long_actions_parse_like_the_original(env):
+    env.reset(options={"split": "test", "index": 0})
+    # as in the original, only the first line counts: the junk after it is ignored
+    obs, _, _, _, info = env.step("search[shoes]\n" + "[" * 60_000)
+    assert info["is_action_valid"] and info["page"] == "results"
+    _, _, _, _, info = env.step("click[" * 10_000 + "back to search]")  # name "click[click[...": unknown
+    assert not info["is_action_valid"] and "unknown action" in info["invalid_reason"]
+    _, _, _, _, info = env.step("search[" + "x" * 70_000 + "]")
+    assert not info["is_action_valid"] and "too long" in info["invalid_reason"]

@@ -135,9 +135,10 @@ def test_malformed_requests_never_get_a_500(server, engine):
     rng = random.Random(1234)
     asins = [p["asin"] for p in engine.catalog.products[:5]] + ["", "NOPE", "B0" + "9" * 40, "../etc", "<b>"]
     sessions = ["fixed_1", "fixed_99999999", "abc", "a" * 100, "bad id", "%00", "fixed_-1", "é"]
-    pages = ["1", "0", "-1", "abc", "99999999999999999999", "1.5", ""]
+    pages = ["1", "0", "-1", "abc", "99999999999999999999", "1.5", "", "²", "١", "9" * 5000, "0001", " 1"]
     queries = [None, "", " ", "shoes", "<script>x</script>", "a" * 10_000, "%zz", "ü" * 50, "[[]]", "\x00"]
     options = [None, "", "{", "[]", "null", '{"size": 3}', '{"color": "no such"}', json.dumps({"x" * 500: "y"})]
+    options += ["[" * 3000 + "]" * 3000, '{"a":' * 3000 + "1" + "}" * 3000, "{" + "," * 5000 + "}"]
     subs = ["Description", "Features", "Reviews", "Attributes", "nope", ""]
 
     def qs(q, o):
@@ -172,6 +173,60 @@ def test_malformed_requests_never_get_a_500(server, engine):
             body = rng.choice(["", "search_query=", "search_query=" + quote("a" * 5000), "%%%", "search_query=shoes"])
         status, _, _ = request(server, method, path, body)
         assert status < 500, (method, path, body, status)
+    assert request(server, "GET", "/fixed_3")[0] == 200  # and it still answers
+
+
+@pytest.mark.parametrize(
+    "path, status, message",
+    [
+        ("/search_results/fixed_1/%C2%B2?q=shoes", 400, "page must be a number from 1 to 1000"),
+        ("/search_results/fixed_1/" + "9" * 5000 + "?q=shoes", 400, "page must be a number"),
+        ("/item_page/fixed_1/B0NOSUCH/1?q=shoes", 404, "no product"),
+        ("/fixed_99999999", 404, "goal 99999999 does not exist"),
+        ("/bad%20id", 400, "session ids are 1-64 letters"),
+        ("/search_results/fixed_1/1", 400, "an empty search"),
+    ],
+)
+def test_malformed_parameters_get_a_4xx_that_says_why(server, path, status, message):
+    got, html, _ = request(server, "GET", path)
+    assert got == status and message in html
+
+
+def test_deeply_nested_or_huge_options_are_400(server, engine):
+    asin = engine.goals[1]["asin"]
+    for raw, message in [
+        ('{"a":' * 3000 + "1" + "}" * 3000, "options must be a JSON object"),
+        ("[" * 1000 + "]" * 1000, "options must be a JSON object"),
+        (json.dumps({"color": "x" * 5000}), "at most 4096 characters"),
+    ]:
+        status, html, _ = request(server, "GET", f"/item_page/fixed_1/{asin}/1?q=shoes&options={quote(raw, safe='')}")
+        assert status == 400 and message in html
+
+
+def test_oversized_body_is_413(server):
+    status, _, _ = request(server, "POST", "/fixed_1", "search_query=" + "a" * 100_000)
+    assert status == 413
+
+
+def test_sessions_are_bounded_least_recently_used_first(engine):
+    from agentgym.envs.webshop.pages import html_to_text
+    from agentgym.envs.webshop.server import Shop, ShopServer
+
+    srv = ShopServer(Shop(engine, max_sessions=3))
+    try:
+        assert request(srv, "GET", "/fixed_7")[0] == 200
+        for i in range(3):
+            assert request(srv, "GET", f"/client{i}")[0] == 200
+            request(srv, "GET", "/fixed_7")  # kept in use: never the least recently used
+        assert list(srv.shop.sessions) == ["client1", "client2", "fixed_7"]
+        for i in range(200):
+            request(srv, "GET", f"/other{i}")
+        assert len(srv.shop.sessions) == 3
+        # a dropped session starts afresh on its own goal
+        status, html, _ = request(srv, "GET", "/fixed_7")
+        assert status == 200 and engine.goals[7]["instruction_text"] in html_to_text(html)
+    finally:
+        srv.close()
 
 
 def test_cli_serve_starts_the_shop(tmp_path):

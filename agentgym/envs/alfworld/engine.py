@@ -79,6 +79,39 @@ def _split_task(grammar: str) -> tuple[str, str | None]:
     return grammar[: m.start(2)] + grammar[m.end(2) :], json.loads('"' + m.group(2) + '"')
 
 
+def _logic_path(key: str) -> Path | None:
+    disk = _disk_dir()
+    if disk is None:
+        return None
+    version = hashlib.sha1(f"{COMPILED_FORMAT};{_versions()}".encode()).hexdigest()[:12]
+    return disk / f"logic-{key}-{version}.pkl"
+
+
+def _load_logic(key: str):
+    """The parsed shared grammar from the disk cache: TatSu parsing it is ~0.4 s, the bulk of a process's first
+    reset. A ``GameLogic`` holds only plain objects (action templates, production rules of strings and symbols,
+    an empty type hierarchy), none of textworld's hash-interned propositions, so a pickle is a faithful copy."""
+    path = _logic_path(key)
+    if path is None or not path.is_file():
+        return None
+    try:
+        return pickle.loads(path.read_bytes())
+    except Exception:  # a corrupt or foreign cache file: parse again
+        return None
+
+
+def _save_logic(key: str, logic: Any) -> None:
+    path = _logic_path(key)
+    if path is None:
+        return
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(pickle.dumps(logic, protocol=pickle.HIGHEST_PROTOCOL))
+        os.replace(tmp, path)
+    except Exception:  # an unwritable cache (or an unpicklable grammar) only costs speed
+        tmp.unlink(missing_ok=True)
+
+
 def game_logic(domain: str, grammar: str):
     """A ``textworld.envs.pddl.logic.GameLogic`` for one game, reusing the parse of every game's shared grammar."""
     from textworld.envs.pddl import logic as pddl_logic
@@ -89,8 +122,11 @@ def game_logic(domain: str, grammar: str):
     with _LOGIC_LOCK:
         base = _BASE_LOGIC.get(key)
         if base is None:
+            base = _load_logic(key)
+        if base is None:
             base = pddl_logic.GameLogic(domain=domain, grammar=blanked if task is not None else grammar)
-            _BASE_LOGIC[key] = base
+            _save_logic(key, base)
+        _BASE_LOGIC[key] = base
     if task is None:
         return base
     logic = object.__new__(pddl_logic.GameLogic)

@@ -6,7 +6,7 @@ import operator
 import re
 from typing import Any
 
-from agentgym.core import TextEnv, normalize_action
+from agentgym.core import TextEnv, action_length_error, normalize_action
 from agentgym.envs.alfworld import games as games_mod
 from agentgym.envs.alfworld.engine import make_engine
 from agentgym.envs.alfworld.wording import HIDDEN_COMMANDS, WORDINGS, apply_wording, command_aliases
@@ -25,6 +25,13 @@ class ALFWorldEnv(TextEnv):
     ``cool``, ``pick2``). The game runs on textworld's PDDL engine exactly as ``alfworld`` 0.4.2 plays it
     (``AlfredDemangler`` names: ``desk 1``, ``alarmclock 2``), behind a cache that makes resets cheap
     (see :mod:`agentgym.envs.alfworld.engine`).
+
+    **Before training or a long evaluation, run** ``agentgym data prepare alfworld --compile --split train`` (or
+    the split you will play): a game's first reset otherwise compiles it (PDDL to SAS, ~0.3-0.6 s each, so a run
+    that meets thousands of train games spends most of its reset time compiling); the command compiles every
+    game of the split on all cores into the disk cache (``$AGENTGYM_CACHE/alfworld/compiled``), after which a
+    game's first reset in any process reads it from there. Run it again after upgrading textworld,
+    fast-downward or alfworld (the cache is keyed by their versions); it skips games already compiled.
 
     ## Action Space
     ``Text``: one command, e.g. ``go to desk 1``, ``take mug 1 from desk 1``, ``move mug 1 to shelf 2``,
@@ -59,8 +66,8 @@ class ALFWorldEnv(TextEnv):
     registration, the limit of ALFWorld's papers and of ReAct/SEED/GiGPO).
 
     ## Information
-    Every ``info``: ``is_action_valid`` (False when the command was not admissible; the game then says
-    "Nothing happens." and the state is unchanged), ``invalid_reason`` (only when invalid), ``success``
+    Every ``info``: ``is_action_valid`` (False when the command was not admissible, or longer than
+    :data:`agentgym.core.MAX_ACTION_LENGTH`; the game then says "Nothing happens." and the state is unchanged), ``invalid_reason`` (only when invalid), ``success``
     (task solved), ``task_id`` (``split/folder/trial``), ``task_type``, ``task`` (the goal sentence),
     ``gamefile``, ``admissible_actions`` (sorted list of the commands the game accepts now) and, after a
     step, ``action`` (the command played, after normalisation and wording aliases, or None).
@@ -161,12 +168,15 @@ class ALFWorldEnv(TextEnv):
         if self._state is None:
             raise RuntimeError("call reset() before step()")
         text = normalize_action(action)
-        command = _SPACES.sub(" ", text).strip().lower()
+        too_long = action_length_error(text)
+        command = _SPACES.sub(" ", text).strip().lower() if too_long is None else ""
         played = self._resolve(command) if command else None
         if played is None:
             # The engine answers unknown commands with "Nothing happens." and leaves the state alone; we
             # answer the same without re-deriving the (unchanged) admissible commands.
-            if not command:
+            if too_long is not None:
+                reason = too_long
+            elif not command:
                 reason = "empty action"
             elif len(text) > 500:
                 reason = f"not an admissible command ({len(text)} characters)"

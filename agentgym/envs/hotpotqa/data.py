@@ -19,7 +19,6 @@ Which file an env reads (``split`` / ``file`` arguments of :func:`resolve_file`)
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import urllib.error
@@ -28,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from agentgym.data import DataFileError, check_file, download_file, read_json
 
 #: split name -> file name in ``$AGENTGYM_DATA/hotpotqa``.
 SPLIT_FILES: dict[str, str] = {
@@ -56,7 +57,7 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
 }
 
 
-class HotpotQAFormatError(ValueError):
+class HotpotQAFormatError(DataFileError):
     """A HotpotQA file is not in the official layout; the message names the file, the entry and the field."""
 
 
@@ -139,11 +140,8 @@ def load_questions(path: str | os.PathLike[str]) -> list[Question]:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"HotpotQA file {path} does not exist")
-    try:
-        with path.open(encoding="utf-8") as f:
-            raw = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise _fail(path, "file", f"is not valid JSON ({e})") from e
+    check_file(path, "hotpotqa")
+    raw = read_json(path, "hotpotqa", HotpotQAFormatError)
     if not isinstance(raw, list):
         raise _fail(path, "file", f"top level is a {type(raw).__name__}, not a list of questions")
     if not raw:
@@ -254,14 +252,13 @@ def download(dest: Path, files: Sequence[str] = tuple(OFFICIAL_URLS)) -> Path:
             print(f"hotpotqa: {name} already present")
             continue
         url = OFFICIAL_URLS[name]
-        tmp = target.with_suffix(".json.part")
+        # fetched under another name (resumable: see download_file) and validated before it takes the official one
+        tmp = dest / f".{name}.download"
         print(f"hotpotqa: downloading {url}")
         try:
-            with urllib.request.urlopen(url, timeout=60) as response, tmp.open("wb") as out:
-                shutil.copyfileobj(response, out, length=1 << 20)
+            download_file(url, tmp)
             load_questions(tmp)
         except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
-            tmp.unlink(missing_ok=True)
             raise RuntimeError(
                 f"could not download {url} ({e}). Download it by hand from https://hotpotqa.github.io/ "
                 f"and run `agentgym data prepare hotpotqa --from FILE`."

@@ -13,7 +13,7 @@ from typing import Any
 
 from gymnasium import spaces
 
-from agentgym.core import CHARSET, TextEnv, normalize_action, text_space
+from agentgym.core import CHARSET, TextEnv, action_length_error, normalize_action, text_space
 from agentgym.envs.hotpotqa.data import Question, load_cached, resolve_file
 from agentgym.envs.hotpotqa.metrics import AnswerScores, score_answer, supporting_title_recall
 from agentgym.envs.hotpotqa.search import LocalSearch, OpenIndex, Paragraph, ParagraphSearch
@@ -37,8 +37,11 @@ ECHO_CHARS = 80
 VERBS = ("search", "lookup", "finish")
 _ACTION = re.compile(r"^([A-Za-z]+)\s*\[(.*)\]$", re.DOTALL)
 _LEADING_WORD = re.compile(r"^([A-Za-z]+)")
-# ERL's solver takes the first \boxed{...} of the reply as its answer (examples/erl_hotpot/erl_hotpot_flow.py).
+# ERL's solver takes the first \boxed{...} of the reply as its answer (examples/erl_hotpot/erl_hotpot_flow.py):
+# the first match of this pattern, which :func:`first_boxed` finds in linear time (``search`` is quadratic on
+# ``"\\boxed{" * n``: 2.5 s at n = 10,000).
 _BOXED = re.compile(r"\\boxed\{([^}]+)\}")
+_BOXED_OPEN = "\\boxed{"
 # C0/C1 control characters other than tab and newline: dropped from actions before parsing.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -137,6 +140,24 @@ def _fit(text: str) -> str:
 
 def _echo(text: str) -> str:
     return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + f"... ({len(text)} characters)"
+
+
+def first_boxed(text: str) -> str | None:
+    """The argument of ``_BOXED.search(text)`` (the first ``\\boxed{...}`` with a non-empty body), or None.
+
+    Linear: the body of an opening ends at the next ``}``; an empty body moves on to the next opening, and once no
+    ``}`` follows an opening, none follows any later one.
+    """
+    start = text.find(_BOXED_OPEN)
+    while start >= 0:
+        body = start + len(_BOXED_OPEN)
+        close = text.find("}", body)
+        if close < 0:
+            return None
+        if close > body:
+            return text[body:close]
+        start = text.find(_BOXED_OPEN, start + 1)
+    return None
 
 
 def parse_action(text: str) -> tuple[str, str] | str:
@@ -364,11 +385,14 @@ class HotpotQAEnv(TextEnv):
             raise RuntimeError("call reset() before step()")
         if self._done:
             return self._invalid("the episode is over: call reset() to start a new question", terminated=True)
-        text = _CONTROL.sub("", normalize_action(action)).strip()
+        text = normalize_action(action)
+        if (too_long := action_length_error(text)) is not None:
+            return self._invalid(too_long)
+        text = _CONTROL.sub("", text).strip()
         if self.answer_format == "boxed" and not _ACTION.match(text):
-            boxed = _BOXED.search(text)
+            boxed = first_boxed(text)
             if boxed is not None:
-                return self._finish(boxed.group(1).strip())
+                return self._finish(boxed.strip())
             if "\\boxed{}" in text:
                 return self._invalid("empty \\boxed{}: write \\boxed{answer}", quote=text)
             if "\\boxed{" in text:

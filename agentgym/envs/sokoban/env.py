@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from agentgym.core import CHARSET, TextEnv, normalize_action, text_space
+from agentgym.core import CHARSET, TextEnv, action_length_error, normalize_action, text_space
 from agentgym.envs.sokoban.generator import ROLES, Level, generate_level, level_from_text
 from agentgym.envs.sokoban.solver import DIRECTIONS, offsets, solve
 
@@ -300,6 +300,8 @@ class SokobanEnv(TextEnv):
         if self._level is None:
             raise ResetNeeded("call reset() before step()")
         text = normalize_action(action)
+        if (too_long := action_length_error(text)) is not None:
+            return self._invalid(text, too_long)
         if self._done:
             return self._invalid(text, "the episode is over; call reset()")
         if self.max_actions_per_step == 1:

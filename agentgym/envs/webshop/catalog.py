@@ -18,17 +18,25 @@ The same generator then draws the goals' price bounds (see :mod:`goals`), again 
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import shutil
-import urllib.request
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from agentgym.data import DataNotFoundError, family_dir, missing_message
+from agentgym.data import (
+    DataFileError,
+    DataNotFoundError,
+    check_file,
+    download_file,
+    family_dir,
+    iter_jsonl,
+    missing_message,
+    read_json,
+    restore_hint,
+)
 
 #: Seed of the generator that draws range prices and goal price bounds (the original leaves them unseeded).
 PRICE_SEED = 0
@@ -158,8 +166,8 @@ def draw_prices(products: list[dict[str, Any]], rng: random.Random) -> dict[str,
 
 
 def _read_json(path: Path) -> Any:
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    check_file(path, "webshop")
+    return read_json(path, "webshop")
 
 
 def find_data(folder: Path | None = None) -> Path:
@@ -202,24 +210,26 @@ def load_catalog(
     raw_path = next((path / f for f in RAW_FILES if (path / f).exists()), None)
     if processed.exists():
         source = processed
-        with open(processed, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                doc = json.loads(line)
-                p = doc["product"]
-                if p["asin"] in seen:
-                    continue
-                seen.add(p["asin"])
-                if "instructions" in p:
-                    human.setdefault(p["asin"], p.pop("instructions"))
-                if attributes:
-                    attr = attributes.get(p["asin"], {})
-                    p["Attributes"] = attr["attributes"] if "attributes" in attr else ["DUMMY_ATTR"]
-                products.append(p)
-                texts.append(doc.get("contents") or index_text(p))
-                if num_products is not None and len(products) >= num_products:
-                    break
+        check_file(processed, "webshop")
+        for lineno, doc in iter_jsonl(processed, "webshop"):
+            p = doc.get("product") if isinstance(doc, dict) else None
+            if not isinstance(p, dict) or not isinstance(p.get("asin"), str):
+                raise DataFileError(
+                    f"{processed}, line {lineno}: not a WebShop document (expected {{'id', 'contents', 'product'}} "
+                    "with product['asin']): " + restore_hint("webshop")
+                )
+            if p["asin"] in seen:
+                continue
+            seen.add(p["asin"])
+            if "instructions" in p:
+                human.setdefault(p["asin"], p.pop("instructions"))
+            if attributes:
+                attr = attributes.get(p["asin"], {})
+                p["Attributes"] = attr["attributes"] if "attributes" in attr else ["DUMMY_ATTR"]
+            products.append(p)
+            texts.append(doc.get("contents") or index_text(p))
+            if num_products is not None and len(products) >= num_products:
+                break
     else:
         assert raw_path is not None
         source = raw_path
@@ -279,13 +289,13 @@ def download(dest: Path) -> Path:
         target = dest / name
         if target.exists():
             continue
-        tmp = target.with_suffix(".part")
+        tmp = dest / f".{name}.download"  # resumable (download_file); validated before it takes the real name
         try:
-            with urllib.request.urlopen(url, timeout=120) as r, open(tmp, "wb") as f:
-                shutil.copyfileobj(r, f)
-            _read_json(tmp)  # the host answers HTML pages for quota errors; refuse those
+            download_file(url, tmp, timeout=120)
+            read_json(tmp, "webshop")  # the host answers HTML pages for quota errors; refuse those
         except Exception as e:
-            tmp.unlink(missing_ok=True)
+            if isinstance(e, DataFileError):
+                tmp.unlink(missing_ok=True)
             raise SystemExit(
                 f"could not download {name} from {url}: {e}. Download the files by hand (see the WebShop README) "
                 f"and run `agentgym data prepare webshop --from DIR`."

@@ -6,13 +6,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from agentgym.core import TextEnv, normalize_action
+from agentgym.core import TextEnv, action_length_error, normalize_action
 from agentgym.envs.webshop.catalog import PRICE_SEED
 from agentgym.envs.webshop.engine import ShopSession, StepResult, WebShopEngine, get_engine
 from agentgym.envs.webshop.goals import SPLITS, split_indices
 from agentgym.envs.webshop.pages import END_BUTTON, NEXT_PAGE, Links, to_html, to_text, to_text_rich
 
-#: The original's action pattern (``engine.parse_action``): a name, then ``[argument]``.
+#: The original's action pattern (``engine.parse_action``): a name, then ``[argument]``. Documentation and tests
+#: only: :func:`parse_action` computes the same match in linear time (backtracking this pattern is quadratic:
+#: ``"[" * 100_000`` took over 20 s).
 ACTION_RE = re.compile(r"(.+)\[(.+)\]")
 
 #: Longest query accepted; Lucene refuses queries of more than 1,024 clauses, so the original fails far below 10 kB.
@@ -22,11 +24,19 @@ OBSERVATION_MODES = ("text", "text_rich", "html")
 
 
 def parse_action(action: str) -> tuple[str, str | None]:
-    """``"search[red shoes]"`` -> ``("search", "red shoes")``; no brackets -> ``(action, None)`` (original rule)."""
-    m = ACTION_RE.match(action)
-    if m is None:
+    """``"search[red shoes]"`` -> ``("search", "red shoes")``; no brackets -> ``(action, None)`` (original rule).
+
+    Exactly ``ACTION_RE.match(action)``, in linear time: ``.`` stops at a newline, so the match lies in the first
+    line; the greedy argument ends at the line's last ``]`` and the greedy name at the last ``[`` that leaves a
+    non-empty name and a non-empty argument before that ``]``.
+    """
+    newline = action.find("\n")
+    line = action if newline < 0 else action[:newline]
+    close = line.rfind("]")
+    open_ = line.rfind("[", 1, close - 1) if close >= 3 else -1
+    if open_ < 0:
         return action, None
-    return m.group(1), m.group(2)
+    return line[:open_], line[open_ + 1 : close]
 
 
 class WebShopEnv(TextEnv):
@@ -172,6 +182,8 @@ class WebShopEnv(TextEnv):
         assert session is not None
         if session.done:
             return StepResult(False, "the episode is over (the product was bought); call reset()")
+        if (too_long := action_length_error(action)) is not None:
+            return StepResult(False, too_long)
         name, arg = parse_action(action.strip())
         if arg is None:
             return StepResult(False, f"cannot parse {action[:80]!r}: use search[query] or click[label]")

@@ -7,7 +7,13 @@ with a goal drawn from the session id) or ``/fixed_<i>`` for goal ``i``. Routes 
 ``/item_sub_page/<session_id>/<asin>/<page>/<sub_page>`` and ``/done/<session_id>/<asin>``, with the keywords
 (``q``) and selected options (``options``, JSON) in the query string so that any text survives the URL. Every
 page is rendered by :func:`agentgym.envs.webshop.pages.to_html` (Jinja autoescape on). Malformed requests get a
-400 or 404 page, never a 500.
+400, 404 or 413 page naming what is wrong, never a 500: pages are 1-4 ASCII digits, ``options`` a flat JSON object
+of at most :data:`MAX_OPTIONS_CHARS` characters, bodies at most :data:`MAX_BODY_BYTES`.
+
+Sessions are bounded: the shop keeps the :data:`MAX_SESSIONS` most recently used ones (least recently used
+dropped first). A request for a dropped session starts it afresh on its goal (``fixed_<i>`` keeps its goal; other
+ids draw the same goal from their hash), so a shop serving an unbounded stream of session ids keeps a bounded
+memory.
 """
 
 from __future__ import annotations
@@ -18,15 +24,24 @@ import json
 import re
 import secrets
 import threading
+from collections import OrderedDict
 from typing import Any
 
 from agentgym.envs.webshop.engine import ShopSession, WebShopEngine
 from agentgym.envs.webshop.pages import SUB_PAGES, Links, to_html
 
 SESSION_RE = re.compile(r"[A-Za-z0-9_\-]{1,64}")
-FIXED_RE = re.compile(r"fixed_(\d+)(?:_[A-Za-z0-9\-]*)?")
+FIXED_RE = re.compile(r"fixed_([0-9]+)(?:_[A-Za-z0-9\-]*)?")
+#: ASCII digits only (``str.isdigit`` accepts "²", which ``int`` refuses), and few of them: a page is never huge.
+PAGE_RE = re.compile(r"[0-9]{1,4}")
 MAX_QUERY_CHARS = 1000
 MAX_PAGE = 1000
+#: Longest ``options`` JSON accepted (a product has a handful of options of short values).
+MAX_OPTIONS_CHARS = 4096
+#: Largest request body (a search form is well under 2 kB).
+MAX_BODY_BYTES = 64 * 1024
+#: Sessions kept (least recently used dropped first); each is a few kB.
+MAX_SESSIONS = 10_000
 
 
 class BadRequest(Exception):
@@ -43,12 +58,16 @@ class Shop:
     Args:
         engine: the shared engine.
         show_attrs: show the Attributes sub page.
+        max_sessions: sessions kept; the least recently used is dropped when a new one would exceed it.
     """
 
-    def __init__(self, engine: WebShopEngine, show_attrs: bool = False) -> None:
+    def __init__(self, engine: WebShopEngine, show_attrs: bool = False, max_sessions: int = MAX_SESSIONS) -> None:
+        if max_sessions < 1:
+            raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
         self.engine = engine
         self.show_attrs = show_attrs
-        self.sessions: dict[str, ShopSession] = {}
+        self.max_sessions = max_sessions
+        self.sessions: OrderedDict[str, ShopSession] = OrderedDict()
         self.lock = threading.RLock()
 
     def goal_for(self, session_id: str) -> int:
@@ -71,6 +90,9 @@ class Shop:
             s = ShopSession(self.engine, self.engine.goals[idx], session_id=session_id, show_attrs=self.show_attrs)
             s.goal_index = idx  # type: ignore[attr-defined]
             self.sessions[session_id] = s
+            self.sessions.move_to_end(session_id)
+            while len(self.sessions) > self.max_sessions:
+                self.sessions.popitem(last=False)
         return s
 
     def session(self, session_id: str) -> ShopSession:
@@ -78,7 +100,10 @@ class Shop:
             raise BadRequest("session ids are 1-64 letters, digits, '_' or '-'")
         with self.lock:
             s = self.sessions.get(session_id)
-        return s if s is not None else self.new_session(session_id)
+            if s is not None:
+                self.sessions.move_to_end(session_id)
+                return s
+        return self.new_session(session_id)
 
 
 def _keywords(q: str | None) -> list[str]:
@@ -90,18 +115,20 @@ def _keywords(q: str | None) -> list[str]:
 
 
 def _page(value: str) -> int:
-    if not value.isdigit() or not 1 <= int(value) <= MAX_PAGE:
-        raise BadRequest(f"page must be a number from 1 to {MAX_PAGE}")
+    if not PAGE_RE.fullmatch(value) or not 1 <= int(value) <= MAX_PAGE:
+        raise BadRequest(f"page must be a number from 1 to {MAX_PAGE} (ASCII digits), got {value[:20]!r}")
     return int(value)
 
 
 def _options(raw: str | None, product: dict[str, Any]) -> dict[str, str]:
     if not raw:
         return {}
+    if len(raw) > MAX_OPTIONS_CHARS:
+        raise BadRequest(f"options must be a JSON object {{name: value}} of at most {MAX_OPTIONS_CHARS} characters")
     try:
         options = json.loads(raw)
-    except ValueError as e:
-        raise BadRequest(f"options must be JSON: {e}") from e
+    except (ValueError, RecursionError) as e:  # RecursionError: nesting deeper than the parser's stack
+        raise BadRequest(f"options must be a JSON object {{name: value}}: {str(e)[:100]}") from e
     if not isinstance(options, dict):
         raise BadRequest("options must be a JSON object {name: value}")
     for name, value in options.items():
@@ -118,6 +145,7 @@ def create_app(shop: Shop):
     from agentgym.envs.webshop.pages import TEMPLATE_DIR
 
     app = Flask(__name__, static_folder=str(TEMPLATE_DIR.parent / "static"), static_url_path="/static")
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES  # larger bodies get a 413
 
     def product_of(asin: str) -> dict[str, Any]:
         p = shop.engine.catalog.by_asin.get(asin)
