@@ -387,6 +387,7 @@ class Engine:
         new = out.shape[1] - group.ids.shape[1]
         group.ids = out
         group.mask = torch.cat([group.mask, group.mask.new_ones((out.shape[0], new))], dim=1)
+        group.prefilled = out.shape[1] - 1  # the cache holds everything but the last token: no more prefill
 
     # -- per token ------------------------------------------------------------------------------------------
     def _advance(self, row: _Row, token: int, logp, i: int, top_vals, top_ids) -> None:
