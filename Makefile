@@ -3,7 +3,7 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS := alfworld,webshop,hotpotqa,train,distributed,web,dev
+EXTRAS := alfworld,webshop,hotpotqa,train,serve,distributed,web,dev
 export AGENTGYM_DATA ?= $(abspath ../shared/data)
 
 .PHONY: setup demo test test-all bench lint

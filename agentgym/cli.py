@@ -18,6 +18,10 @@ DELEGATED: dict[str, tuple[str, str]] = {
     "leaderboard": ("agentgym.leaderboard.cli:main", "verify submissions and build the leaderboard"),
     "submit": ("agentgym.leaderboard.cli:submit_main", "validate a submission folder and write its entry"),
     "train": ("agentgym.rl.cli:train_main", "train a baseline: `agentgym train grpo --config FILE`"),
+    "serve": (
+        "agentgym.models.serve:main",
+        "OpenAI-compatible server: `agentgym serve --model ID [--engine hf|vllm]`",
+    ),
 }
 
 

@@ -1,46 +1,172 @@
-"""A small OpenAI-compatible chat server over a transformers model (``/v1/chat/completions``, ``/v1/models``).
+"""``agentgym serve``: an OpenAI-compatible chat server for a model, on vLLM or on the built-in engine.
 
-For serving a trained checkpoint to ``--agent openai:MODEL --base-url http://HOST:PORT/v1`` (or any
-OpenAI client) and for tests that need a real HTTP server. Concurrent requests are micro-batched:
-a worker thread takes every request waiting in the queue (up to ``max_batch``) that shares the same
-sampling settings and answers them with **one** batched ``generate`` call, so N agents' requests of
-one turn cost about one generation. Run it with::
+::
 
-    python -m agentgym.models.serve --model PATH_OR_ID [--host 127.0.0.1] [--port 8000] [--name NAME]
+    agentgym serve --model ID_OR_PATH [--engine hf|vllm] [--host 127.0.0.1] [--port 8000] [--name NAME]
+    python -m agentgym.models.serve --model ID_OR_PATH ...        # the same command
 
-Stop strings are applied but left out of the returned text, as the OpenAI API does.
+``--engine vllm`` runs vLLM's own OpenAI server (``python -m vllm.entrypoints.openai.api_server``) with the
+same model, name, host and port; flags after ``--`` go to vLLM unchanged. ``--engine hf`` (the default, for
+CPUs and anyone without vLLM) serves a transformers model with the built-in engine
+(:mod:`agentgym.models.engine`: batched, time-sliced generation) behind this module's HTTP layer:
+``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``. Point ``--agent openai:NAME --base-url
+http://HOST:PORT/v1`` (or any OpenAI client) at it.
+
+Why FastAPI + uvicorn + pydantic: the OpenAI API is a JSON schema plus server-sent events, and this stack is
+what vLLM, SGLang and transformers' own ``serve`` speak it with: pydantic models make every parameter
+type-checked inside request validation (:mod:`agentgym.models.openai_schema`), FastAPI maps them to routes and
+error handlers, and uvicorn is a production ASGI server whose event loop holds many slow streaming clients
+without a thread each (Flask's development server, used before, is neither production-grade nor async).
+
+Supported: ``messages`` (string or text-part content), ``max_tokens``/``max_completion_tokens``,
+``temperature``, ``top_p``, ``n``, ``stop`` (left out of the returned text, as the OpenAI API does), ``seed``,
+``logprobs``/``top_logprobs``, ``stream`` (+ ``stream_options.include_usage``). Anything else -- tools
+included -- is a 400 that names the parameter. Guards: the body is capped (``--max-body-bytes``, 413), a
+prompt that leaves no room for ``max_tokens`` in the model's context is a 400 before any generation, and the
+engine serves requests in bounded slices so one huge request never holds up the others. It binds 127.0.0.1
+unless told otherwise.
 """
 
 from __future__ import annotations
 
 import argparse
-import queue
+import functools
+import importlib.util
+import os
+import socket
+import sys
 import threading
 import time
-import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
-from agentgym.models.generation import HFGenerator, chat_prompt_ids
+from agentgym.models.engine import Engine, GenRequest, TokenEvent
+from agentgym.models.openai_schema import (
+    ChatCompletionRequest,
+    ParamError,
+    TokenLogprob,
+    TopLogprob,
+)
+
+DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
 
-@dataclass
-class _Request:
-    prompt: list[int]
-    params: tuple
-    done: threading.Event = field(default_factory=threading.Event)
-    result: Any = None
-    error: str | None = None
+def _need_serve_extra():
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        from gymnasium.error import DependencyNotInstalled
+
+        raise DependencyNotInstalled(
+            f'the model server needs FastAPI and uvicorn ({exc}): pip install "agentgym[serve]"'
+        ) from exc
 
 
+# -- text of a choice ----------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _byte_decoder() -> dict[str, int]:
+    """The inverse of byte-level BPE's byte -> printable-character table (GPT-2's ``bytes_to_unicode``)."""
+    printable = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    chars = list(printable)
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, chars)}
+
+
+class TokenText:
+    """Text and raw bytes of single tokens (for ``logprobs``), cached per id."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.special = set(getattr(tokenizer, "all_special_ids", []) or [])
+        self._cache: dict[int, tuple[str, list[int]]] = {}
+
+    def __call__(self, token: int) -> tuple[str, list[int]]:
+        hit = self._cache.get(token)
+        if hit is None:
+            piece = self.tokenizer.convert_ids_to_tokens(token)
+            table = _byte_decoder()
+            if token not in self.special and isinstance(piece, str) and piece and all(c in table for c in piece):
+                raw = bytes(table[c] for c in piece)  # byte-level BPE: the exact bytes, even half a character
+            elif isinstance(piece, str) and len(piece) == 6 and piece.startswith("<0x") and piece.endswith(">"):
+                raw = bytes([int(piece[3:5], 16)])  # SentencePiece byte fallback
+            else:
+                raw = self.tokenizer.decode([token], skip_special_tokens=False).encode("utf-8")
+            hit = self._cache[token] = (raw.decode("utf-8", errors="replace"), list(raw))
+        return hit
+
+
+class TextAssembler:
+    """A choice's text, built token by token: emits only text that is final (no half characters, nothing that
+    may turn out to start a stop string) and ends the text before the first stop string."""
+
+    def __init__(self, tokenizer: Any, stop: tuple[str, ...]) -> None:
+        self.tokenizer = tokenizer
+        self.stop = stop
+        self.ids: list[int] = []
+        self.text = ""
+        self.sent = 0
+        self.stopped = False
+        self._prefix = self._read = 0
+
+    def _decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=True)
+
+    def add(self, token: int, incremental: bool = True) -> str:
+        """Append ``token``; return the newly final text (always "" when not ``incremental``)."""
+        self.ids.append(token)
+        if not incremental or self.stopped:
+            return ""
+        before = self._decode(self.ids[self._prefix : self._read])
+        after = self._decode(self.ids[self._prefix :])
+        if len(after) > len(before) and not after.endswith("\ufffd"):
+            self.text += after[len(before) :]
+            self._prefix, self._read = self._read, len(self.ids)
+        return self._emit(final=False)
+
+    def _cut_at_stop(self, start: int) -> None:
+        hits = [i for i in (self.text.find(s, start) for s in self.stop) if i >= 0]
+        if hits:
+            self.text = self.text[: min(hits)]
+            self.stopped = True
+
+    def _emit(self, final: bool) -> str:
+        if self.stop and not self.stopped:
+            self._cut_at_stop(max(0, self.sent - max(len(s) for s in self.stop)))
+        end = len(self.text)
+        if not final and not self.stopped and self.stop:
+            for k in range(min(len(self.text), max(len(s) for s in self.stop) - 1), 0, -1):
+                if any(s.startswith(self.text[-k:]) for s in self.stop):
+                    end -= k  # may be the start of a stop string: hold it back
+                    break
+        delta = self.text[self.sent : end]
+        self.sent = end
+        return delta
+
+    def finish(self) -> str:
+        """The rest of the text; the whole text is then ``decode(ids)`` cut before the first stop string."""
+        full = self._decode(self.ids)
+        if full.startswith(self.text[: self.sent]):
+            self.text, self.stopped = full, False
+            self._cut_at_stop(0)
+        return self._emit(final=True)
+
+
+# -- the app ---------------------------------------------------------------------------------------------------
 class ChatServer:
-    """The server state: a model, its tokenizer, a request queue and the batching worker thread.
+    """The served model: an :class:`~agentgym.models.engine.Engine` plus the limits requests are checked against.
 
     Args:
-        model, tokenizer: a loaded causal LM and tokenizer.
-        name: the model id clients send (``/v1/models`` lists it; other names are accepted too).
-        max_batch: most requests answered by one ``generate`` call.
-        max_new_tokens_cap: upper bound on a request's ``max_tokens``.
+        model, tokenizer: a loaded causal LM and its tokenizer.
+        name: the model id clients send (``/v1/models`` lists it; other names get a 404).
+        max_tokens_cap: most completion tokens one choice may ask for.
+        default_max_tokens: completion length when the request gives none (cut to the context left).
+        max_body_bytes: request bodies above this get a 413.
+        **engine_kwargs: :class:`~agentgym.models.engine.Engine` options (``max_batch``, ``slice_tokens``, ...).
     """
 
     def __init__(
@@ -49,156 +175,117 @@ class ChatServer:
         tokenizer: Any,
         *,
         name: str = "agentgym",
-        max_batch: int = 32,
-        max_new_tokens_cap: int = 4096,
+        max_tokens_cap: int = 4096,
+        default_max_tokens: int = 256,
+        max_body_bytes: int = DEFAULT_MAX_BODY,
+        **engine_kwargs: Any,
     ) -> None:
-        self.generator = HFGenerator(model, tokenizer)
+        self.engine = Engine(model, tokenizer, **engine_kwargs)
         self.tokenizer = tokenizer
         self.name = name
-        self.max_batch = max_batch
-        self.cap = max_new_tokens_cap
-        self.queue: queue.Queue[_Request] = queue.Queue()
-        self.batches: list[int] = []  # sizes of the generate calls made (for tests and logs)
-        self._stop = threading.Event()
-        self._worker = threading.Thread(target=self._loop, daemon=True, name="agentgym-serve-batcher")
-        self._worker.start()
+        self.cap = max_tokens_cap
+        self.default_max_tokens = default_max_tokens
+        self.max_body_bytes = max_body_bytes
+        self.token_text = TokenText(tokenizer)
+        self.context = self.engine.context_length
+        # Every token holds at least one byte and at most this many: a prompt of B bytes has >= B / this tokens,
+        # so a body far past the context is refused without tokenizing it.
+        self.max_token_bytes = max(
+            (len(self.token_text(i)[1]) for i in range(len(tokenizer)) if i not in self.token_text.special),
+            default=1,
+        )
 
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                first = self.queue.get(timeout=0.1)
-            except queue.Empty:
-                continue
-            time.sleep(0.005)  # let the other requests of the same turn arrive
-            batch, rest = [first], []
-            while len(batch) < self.max_batch:
-                try:
-                    r = self.queue.get_nowait()
-                except queue.Empty:
-                    break
-                (batch if r.params == first.params else rest).append(r)
-            for r in rest:
-                self.queue.put(r)
-            max_new, temperature, top_p, stop, seed = first.params
-            try:
-                outs = self.generator.generate(
-                    [r.prompt for r in batch],
-                    max_new_tokens=max_new,
-                    temperature=temperature,
-                    top_p=top_p,
-                    stop_strings=list(stop) or None,
-                    seed=seed,
-                )
-                self.batches.append(len(batch))
-                for r, o in zip(batch, outs):
-                    r.result = o
-            except Exception as exc:  # answer every waiting client with the error instead of hanging
-                for r in batch:
-                    r.error = f"{type(exc).__name__}: {exc}"
-            for r in batch:
-                r.done.set()
+    @property
+    def batches(self) -> list[int]:
+        """Rows of every batch the engine formed (tests and logs)."""
+        return self.engine.batches
 
     def close(self) -> None:
-        self._stop.set()
-        self._worker.join(timeout=5)
+        self.engine.close()
 
-    def chat(self, body: dict[str, Any]) -> tuple[dict[str, Any], int]:
-        """Answer one ``/v1/chat/completions`` request body; returns (JSON, HTTP status)."""
-        messages = body.get("messages")
-        if (
-            not isinstance(messages, list)
-            or not messages
-            or not all(isinstance(m, dict) and "role" in m and isinstance(m.get("content"), str) for m in messages)
-        ):
-            return _error("'messages' must be a non-empty list of {role, content} objects with string content"), 400
-        if int(body.get("n", 1) or 1) != 1:
-            return _error("only n=1 is supported"), 400
-        try:
-            max_new = int(body.get("max_completion_tokens") or body.get("max_tokens") or 256)
-            temperature = float(body.get("temperature", 1.0) if body.get("temperature") is not None else 1.0)
-            top_p = float(body.get("top_p", 1.0) if body.get("top_p") is not None else 1.0)
-        except (TypeError, ValueError):
-            return _error("max_tokens, temperature and top_p must be numbers"), 400
-        if max_new < 1 or temperature < 0 or not 0 < top_p <= 1:
-            return _error("need max_tokens >= 1, temperature >= 0, 0 < top_p <= 1"), 400
-        max_new = min(max_new, self.cap)
-        stop = body.get("stop") or []
-        stop = (stop,) if isinstance(stop, str) else tuple(str(s) for s in stop)
-        seed = body.get("seed")
-        seed = int(seed) if seed is not None else None
-        msgs = [{"role": str(m["role"]), "content": m["content"]} for m in messages]
-        prompt = chat_prompt_ids(self.tokenizer, msgs)
-        req = _Request(prompt=prompt, params=(max_new, temperature, top_p, stop, seed))
-        self.queue.put(req)
-        req.done.wait()
-        if req.error is not None:
-            return _error(req.error, "server_error"), 500
-        out = req.result
-        text = out.text
-        if out.finish_reason == "stop" and stop:
-            cut = [text.find(s) for s in stop if s in text]
-            if cut:
-                text = text[: min(cut)]
-        return {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model") or self.name,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": out.finish_reason,
-                    "logprobs": None,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": len(prompt),
-                "completion_tokens": len(out.ids),
-                "total_tokens": len(prompt) + len(out.ids),
-            },
-        }, 200
+    def prepare(self, req: ChatCompletionRequest) -> GenRequest:
+        """Check ``req`` against the model and tokenize it; raises :class:`ParamError` (a 4xx)."""
+        req.check()
+        if req.model != self.name:
+            raise ParamError("model", f"the model {req.model!r} does not exist: this server serves {self.name!r}", 404)
+        if req.n is not None and req.n > self.engine.max_batch:
+            raise ParamError("n", f"n must be at most {self.engine.max_batch} (the server's --max-batch)")
+        asked = req.max_completion_tokens or req.max_tokens
+        param = "max_completion_tokens" if req.max_completion_tokens else "max_tokens"
+        if asked is not None and asked > self.cap:
+            raise ParamError(param, f"{param} must be at most {self.cap} (the server's --max-tokens-cap)")
+        text_bytes = sum(len(m.content.encode("utf-8")) for m in req.messages)
+        if text_bytes // self.max_token_bytes >= self.context:
+            raise ParamError("messages", self._too_long(f"at least {text_bytes // self.max_token_bytes}", asked or 1))
+        from agentgym.models.generation import chat_prompt_ids
 
+        messages = [
+            {"role": "system" if m.role == "developer" else m.role, "content": m.content} for m in req.messages
+        ]
+        prompt = chat_prompt_ids(self.tokenizer, messages)
+        if not prompt:
+            raise ParamError("messages", "the messages render to an empty prompt")
+        room = self.context - len(prompt)
+        if asked is None:
+            asked = min(self.default_max_tokens, room)
+        if asked < 1 or len(prompt) + asked > self.context:
+            raise ParamError("messages", self._too_long(str(len(prompt)), max(asked, 1)))
+        return GenRequest(
+            prompt=prompt,
+            n=req.n or 1,
+            max_tokens=asked,
+            temperature=1.0 if req.temperature is None else float(req.temperature),
+            top_p=1.0 if req.top_p is None else float(req.top_p),
+            stop=tuple(req.stop or ()),
+            seed=None if req.seed is None else req.seed % 2**63,
+            logprobs=bool(req.logprobs),
+            top_logprobs=req.top_logprobs or 0,
+        )
 
-def _error(message: str, kind: str = "invalid_request_error") -> dict[str, Any]:
-    return {"error": {"message": message, "type": kind}}
+    def _too_long(self, prompt: str, asked: int) -> str:
+        return (
+            f"this model's maximum context length is {self.context} tokens, but the messages take {prompt} tokens "
+            f"and {asked} more were requested for the completion: shorten the messages or lower max_tokens"
+        )
+
+    def logprob_entry(self, ev: TokenEvent) -> TokenLogprob:
+        text, raw = self.token_text(ev.token)
+        top = []
+        for tid, lp in ev.top or []:
+            t_text, t_raw = self.token_text(tid)
+            top.append(TopLogprob(token=t_text, logprob=lp, bytes=t_raw))
+        return TokenLogprob(token=text, logprob=float(ev.logprob or 0.0), bytes=raw, top_logprobs=top)
 
 
 def create_app(server: ChatServer):
-    """The Flask app exposing ``server``."""
-    from flask import Flask, jsonify, request
+    """The FastAPI app serving ``server`` (see :mod:`agentgym.models.openai_http`)."""
+    _need_serve_extra()
+    from agentgym.models.openai_http import build_app
 
-    app = Flask("agentgym.serve")
-
-    @app.get("/v1/models")
-    def models():
-        return jsonify({"object": "list", "data": [{"id": server.name, "object": "model", "owned_by": "agentgym"}]})
-
-    @app.post("/v1/chat/completions")
-    def chat():
-        body = request.get_json(silent=True)
-        if not isinstance(body, dict):
-            return jsonify(_error("request body must be a JSON object")), 400
-        if body.get("stream"):
-            return jsonify(_error("streaming is not supported; send stream=false")), 400
-        payload, status = server.chat(body)
-        return jsonify(payload), status
-
-    @app.get("/health")
-    def health():
-        return jsonify({"status": "ok"})
-
-    return app
+    return build_app(server)
 
 
-def _quiet_handler():
-    from werkzeug.serving import WSGIRequestHandler
+def _body_limit(app: Any, limit: int):
+    from agentgym.models.openai_http import BodyLimit
 
-    class QuietHandler(WSGIRequestHandler):
-        def log_request(self, *args: Any, **kwargs: Any) -> None:  # no access log lines in tests
-            pass
+    return BodyLimit(app, limit)
 
-    return QuietHandler
+
+# -- running it ------------------------------------------------------------------------------------------------
+def _uvicorn_server(app: Any, *, log_level: str = "warning", access_log: bool = False):
+    import uvicorn
+
+    config = uvicorn.Config(app, log_level=log_level, access_log=access_log, lifespan="off", timeout_keep_alive=30)
+    return uvicorn.Server(config)
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
 
 
 class ServerThread:
@@ -210,22 +297,30 @@ class ServerThread:
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, host: str = "127.0.0.1", port: int = 0, **kwargs: Any):
-        from werkzeug.serving import make_server
-
+        _need_serve_extra()
         self.chat_server = ChatServer(model, tokenizer, **kwargs)
-        self.http = make_server(
-            host, port, create_app(self.chat_server), threaded=True, request_handler=_quiet_handler()
+        app = _body_limit(create_app(self.chat_server), self.chat_server.max_body_bytes)
+        self.http = _uvicorn_server(app)
+        self.sock = _bind(host, port)
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{self.sock.getsockname()[1]}/v1"
+        self.thread = threading.Thread(
+            target=self.http.run, kwargs={"sockets": [self.sock]}, daemon=True, name="agentgym-serve-http"
         )
-        self.url = f"http://{host}:{self.http.server_port}/v1"
-        self.thread = threading.Thread(target=self.http.serve_forever, daemon=True, name="agentgym-serve-http")
 
     def start(self) -> str:
         self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.http.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the model server did not start")
+            time.sleep(0.01)
         return self.url
 
     def stop(self) -> None:
-        self.http.shutdown()
-        self.thread.join(timeout=5)
+        self.http.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
         self.chat_server.close()
 
     def __enter__(self) -> str:
@@ -235,30 +330,87 @@ class ServerThread:
         self.stop()
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m agentgym.models.serve --model PATH``: serve until interrupted."""
-    p = argparse.ArgumentParser(prog="python -m agentgym.models.serve", description=__doc__.splitlines()[0])
-    p.add_argument("--model", required=True, help="HF id, checkpoint folder, or smollm2")
-    p.add_argument("--name", help="model id to report (default: the --model value)")
-    p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--device")
-    p.add_argument("--dtype")
-    p.add_argument("--max-batch", type=int, default=32)
-    args = p.parse_args(argv)
-    from werkzeug.serving import make_server
+def vllm_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
+    """The command line that runs vLLM's own OpenAI server for ``args`` (``extra``: flags for vLLM)."""
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(args.model)]
+    cmd += ["--served-model-name", args.name or str(args.model), "--host", args.host, "--port", str(args.port)]
+    if args.dtype:
+        cmd += ["--dtype", args.dtype]
+    return cmd + list(extra)
 
+
+HF_ONLY = ("device", "max_batch", "max_tokens_cap", "default_max_tokens", "max_body_bytes", "slice_tokens")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="agentgym serve",
+        description="Serve a model over the OpenAI chat-completions API (flags after -- go to vLLM).",
+    )
+    p.add_argument("--model", required=True, help="HF id, checkpoint folder, or smollm2")
+    p.add_argument(
+        "--engine", choices=["hf", "vllm"], default="hf", help="hf: built-in (CPU/GPU); vllm: vLLM's server"
+    )
+    p.add_argument("--name", help="model id clients send (default: the --model value)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (0 picks a free one; the address is printed)")
+    p.add_argument("--dtype", help="float32 | bfloat16 | float16 | auto")
+    hf = p.add_argument_group("built-in engine (--engine hf)")
+    hf.add_argument("--device", help="cpu | cuda | cuda:N (default: CUDA when available)")
+    hf.add_argument("--max-batch", type=int, help="most choices decoded in one batch (default 32; also caps n)")
+    hf.add_argument("--max-tokens-cap", type=int, help="largest max_tokens a request may ask for (default 4096)")
+    hf.add_argument("--default-max-tokens", type=int, help="completion length when a request sets none (default 256)")
+    hf.add_argument("--max-body-bytes", type=int, help=f"request body cap (default {DEFAULT_MAX_BODY})")
+    hf.add_argument("--slice-tokens", type=int, help="tokens a batch decodes before the next one's turn (default 16)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``agentgym serve`` / ``python -m agentgym.models.serve``: serve until interrupted."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1 :]
+    args = build_parser().parse_args(argv)
+    if args.engine == "vllm":
+        given = [f"--{k.replace('_', '-')}" for k in HF_ONLY if getattr(args, k) is not None]
+        if given:
+            raise SystemExit(f"agentgym serve: {', '.join(given)} only apply to --engine hf; pass vLLM flags after --")
+        if importlib.util.find_spec("vllm") is None:
+            raise SystemExit(
+                "agentgym serve: vLLM is not installed. Install it on a CUDA machine "
+                '(pip install "agentgym[vllm]" or pip install vllm), or serve with the built-in engine: --engine hf'
+            )
+        cmd = vllm_command(args, extra)
+        print("running:", " ".join(cmd), flush=True)
+        os.execv(cmd[0], cmd)  # vLLM takes over this process (signals, exit code)
+    if extra:
+        raise SystemExit("agentgym serve: flags after -- are for vLLM (--engine vllm)")
+    _need_serve_extra()
     from agentgym.models.loading import load_model
 
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
-    server = ChatServer(model, tokenizer, name=args.name or args.model, max_batch=args.max_batch)
-    http = make_server(args.host, args.port, create_app(server), threaded=True)
-    print(f"serving {server.name} at http://{args.host}:{http.server_port}/v1", flush=True)
+    options = {
+        "max_batch": args.max_batch,
+        "max_tokens_cap": args.max_tokens_cap,
+        "default_max_tokens": args.default_max_tokens,
+        "max_body_bytes": args.max_body_bytes,
+        "slice_tokens": args.slice_tokens,
+    }
+    server = ChatServer(
+        model, tokenizer, name=args.name or str(args.model), **{k: v for k, v in options.items() if v is not None}
+    )
+    sock = _bind(args.host, args.port)
+    http = _uvicorn_server(_body_limit(create_app(server), server.max_body_bytes), log_level="info", access_log=True)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"serving {server.name} at http://{shown}:{sock.getsockname()[1]}/v1", flush=True)
     try:
-        http.serve_forever()
+        http.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
     finally:
+        sock.close()
         server.close()
     return 0
 
