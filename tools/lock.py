@@ -54,9 +54,7 @@ def closure() -> dict[str, str]:
     todo = [(r, frozenset()) for r in _project_requirements()]
     while todo:
         req, extras = todo.pop()
-        if req.marker is not None and not any(
-            req.marker.evaluate({"extra": e}) for e in (extras or {""})
-        ):
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in (extras or {""})):
             continue
         name = canonicalize_name(req.name)
         try:

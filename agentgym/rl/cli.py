@@ -41,7 +41,11 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     module = importlib.import_module(f"baselines.{algo}")
-    module.main(rest)
+    saved, sys.argv = sys.argv, [f"agentgym train {algo}", *rest]  # the usage line names what was typed
+    try:
+        module.main(rest)
+    finally:
+        sys.argv = saved
     return 0
 
 
