@@ -9,7 +9,6 @@ Data-backed envs whose module, extra or data is absent are skipped with the reas
 from __future__ import annotations
 
 import shutil
-
 import warnings
 from collections.abc import Callable
 from typing import Any
