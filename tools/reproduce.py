@@ -361,11 +361,16 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("--table", required=True, choices=sorted(TABLES))
+    p.add_argument("--table", required=True, choices=sorted(TABLES), help="published table to reproduce (required)")
     p.add_argument("--rows", help="comma-separated row ids (see --list); default: every reproducible row")
-    p.add_argument("--seeds", default="1,2,3", help="comma-separated training seeds (papers: 3)")
-    p.add_argument("--scale", choices=["full", "small"], default="full")
-    p.add_argument("--out", default="runs/reproduce", help="runs and submissions go here")
+    p.add_argument("--seeds", default="1,2,3", help="comma-separated training seeds (default 1,2,3; papers: 3)")
+    p.add_argument(
+        "--scale",
+        choices=["full", "small"],
+        default="full",
+        help="full: the paper's configs (GPU); small: CPU-sized configs under baselines/configs/small (default full)",
+    )
+    p.add_argument("--out", default="runs/reproduce", help="runs and submissions go here (default runs/reproduce)")
     p.add_argument("--entries", help="also copy each verified run into this entries folder (leaderboards/entries)")
     p.add_argument("--list", action="store_true", help="list the table's rows and their configs, then exit")
     opts = p.parse_args(argv)

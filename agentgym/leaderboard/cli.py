@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="agentgym leaderboard", description="Verify submissions and build the board.")
     sub = p.add_subparsers(dest="action", required=True)
     sp = sub.add_parser("verify", help="check a submission folder, .zip or .tar(.gz)")
-    sp.add_argument("path")
+    sp.add_argument("path", help="submission folder, .zip or .tar(.gz), or an entry under leaderboards/entries/")
     sp.add_argument("--full", action="store_true", help="replay every episode (default: a random sample)")
     sp.add_argument("--sample", type=int, default=25, help="episodes replayed per env without --full")
     sp.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -91,7 +91,7 @@ def submit_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--model", help="base model id (e.g. Qwen/Qwen2.5-1.5B-Instruct)")
     p.add_argument("--model-size", type=float, help="model parameters in billions")
     p.add_argument("--method", help="method name (GRPO, ReAct, ...)")
-    p.add_argument("--method-type", choices=METHOD_TYPES)
+    p.add_argument("--method-type", choices=METHOD_TYPES, help="kind of method (default: as in submission.json)")
     p.add_argument("--code", help="link to the code")
     p.add_argument("--paper", help="link to the paper")
     p.add_argument("--contact", help="how to reach the authors")
@@ -99,7 +99,8 @@ def submit_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument(
         "--entries", default=str(DEFAULT_ROOT / "entries"), help="entries folder (default ./leaderboards/entries)"
     )
-    p.add_argument("--sample", type=int, default=10, help="episodes replayed per env as a spot check")
+    p.add_argument("--sample", type=int, default=10, help="episodes replayed per env as a spot check (default 10)")
+    p.add_argument("--force", action="store_true", help="replace an existing entry of the same name (default: refuse)")
     _add_verify_flags(p)
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     overrides = {
@@ -116,7 +117,12 @@ def submit_main(argv: Sequence[str] | None = None) -> int:
     overrides = {k: v for k, v in overrides.items() if v is not None}
     try:
         entry, report = make_entry(
-            args.path, args.entries, overrides=overrides, replay_sample=args.sample, workers=args.workers
+            args.path,
+            args.entries,
+            overrides=overrides,
+            replay_sample=args.sample,
+            workers=args.workers,
+            overwrite=args.force,
         )
     except SubmissionError as exc:
         print(f"REJECTED: {exc}", file=sys.stderr)

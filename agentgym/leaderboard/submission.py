@@ -386,6 +386,7 @@ def make_entry(
     replay_sample: int = 10,
     workers: int = 1,
     limits: Limits = DEFAULT_LIMITS,
+    overwrite: bool = True,
 ) -> tuple[Path | None, Any]:
     """Validate a submission and copy it into ``entries_dir/<slug>/`` (``agentgym submit``).
 
@@ -396,6 +397,7 @@ def make_entry(
         replay_sample: episodes per env replayed as a spot check.
         workers: replay processes.
         limits: size caps.
+        overwrite: replace an existing entry of the same slug; False raises ``SubmissionError`` instead.
 
     Returns:
         ``(entry folder or None when rejected, VerificationReport)``.
@@ -415,12 +417,12 @@ def make_entry(
                 staged = Path(tmp)
                 _copy_submission(folder, staged, data)
                 report = verify_folder(staged, sample=replay_sample, workers=workers, limits=limits)
-                return (_install(staged, entries_dir, data) if report.ok else None), report
+                return (_install(staged, entries_dir, data, overwrite) if report.ok else None), report
         report = verify_folder(folder, sample=replay_sample, workers=workers, limits=limits)
         if not report.ok:
             return None, report
         data = json.loads(sub.read_text(encoding="utf-8"))
-        return _install(folder, entries_dir, data), report
+        return _install(folder, entries_dir, data, overwrite), report
 
 
 def _copy_submission(src: Path, dest: Path, data: Mapping[str, Any]) -> None:
@@ -436,9 +438,13 @@ def _copy_submission(src: Path, dest: Path, data: Mapping[str, Any]) -> None:
     (dest / SUBMISSION_FILE).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def _install(src: Path, entries_dir: str | Path, data: Mapping[str, Any]) -> Path:
+def _install(src: Path, entries_dir: str | Path, data: Mapping[str, Any], overwrite: bool = True) -> Path:
     target = Path(entries_dir) / entry_slug(data)
     if target.exists():
+        if not overwrite:
+            raise SubmissionError(
+                f"entry {target} already exists; pass --force to replace it, or change --name/--model for a new one"
+            )
         shutil.rmtree(target)
     _copy_submission(src, target, data)
     return target

@@ -109,7 +109,11 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     except (KeyError, ModuleNotFoundError) as e:
         print(f"agentgym train: {e.args[0]}", file=sys.stderr)
         return 2
-    module.main(rest)
+    saved, sys.argv = sys.argv, [f"agentgym train {algo}", *rest]  # the usage line names what was typed
+    try:
+        module.main(rest)
+    finally:
+        sys.argv = saved
     return 0
 
 

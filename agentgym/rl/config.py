@@ -165,8 +165,25 @@ def make_args(cls: type[A], overrides: dict[str, Any] | None = None) -> A:
     return cls(**overrides)
 
 
-def parse_args(cls: type[A], argv: Sequence[str] | None = None) -> A:
-    """Parse ``argv`` (default ``sys.argv[1:]``) into ``cls``; ``--config FILE`` provides the defaults."""
+def _load_for_cli(path: str) -> dict[str, Any]:
+    try:
+        return load_config_file(path)
+    except (OSError, ValueError) as exc:  # a wrong path or a broken file: one line with the fix
+        raise SystemExit(f"error: --config {path}: {exc}") from None
+
+
+#: ``--config`` is read before tyro parses the rest, so tyro's ``--help`` would not list it: say it in the text.
+CONFIG_HELP = (
+    "--config FILE  a YAML/JSON/TOML file of these fields (a table row from baselines/configs/, or a run's "
+    "config.yaml); its values become the defaults, flags given after it override them (default: none)"
+)
+
+
+def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None = None) -> A:
+    """Parse ``argv`` (default ``sys.argv[1:]``) into ``cls``; ``--config FILE`` provides the defaults.
+
+    ``prog`` is the usage line's command (``agentgym train grpo``); default: the script as typed.
+    """
     import tyro
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -178,16 +195,20 @@ def parse_args(cls: type[A], argv: Sequence[str] | None = None) -> A:
         if a == "--config":
             if i + 1 >= len(argv):
                 raise SystemExit("--config needs a file path")
-            config.update(load_config_file(argv[i + 1]))
+            config.update(_load_for_cli(argv[i + 1]))
             i += 2
             continue
         if a.startswith("--config="):
-            config.update(load_config_file(a.split("=", 1)[1]))
+            config.update(_load_for_cli(a.split("=", 1)[1]))
         else:
             rest.append(a)
         i += 1
-    default = make_args(cls, config)
-    return tyro.cli(cls, default=default, args=rest)
+    try:
+        default = make_args(cls, config)
+    except ValueError as exc:  # a config key that is no field: one line, not a traceback
+        raise SystemExit(f"error: {exc}") from None
+    description = f"{(cls.__doc__ or '').strip()}\n\n{CONFIG_HELP}"
+    return tyro.cli(cls, default=default, args=rest, prog=prog, description=description)
 
 
 def to_dict(args: Args) -> dict[str, Any]:

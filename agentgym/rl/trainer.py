@@ -57,6 +57,7 @@ from agentgym.rl.logprobs import forward_completion
 from agentgym.rl.losses import episode_returns
 from agentgym.rl.metrics import MetricsLogger, plot_learning_curve
 from agentgym.rl.rewards import turn_rewards
+from agentgym.rl.runinfo import RunInfo
 
 AdvantageFn = Callable[["Trainer", TurnBatch], dict[str, float] | None]
 LossFn = Callable[["Trainer", TurnBatch, float, float], tuple[torch.Tensor, dict[str, torch.Tensor]]]
@@ -554,12 +555,14 @@ class Trainer:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=a.total_iterations, initial=self.iteration, desc=f"{self.algo} {a.exp_name}")
+        info = RunInfo(self.run_dir, a, device=str(self.device), console=bar is None, enabled=self.dist.is_main)
         last: dict[str, float] = {}
         done_here = 0
         try:
             while self.iteration < a.total_iterations:
                 last = self.train_iteration(advantage_fn, loss_fn)
                 done_here += 1
+                info.iteration(self.iteration, a.total_iterations, last)
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix(
@@ -571,6 +574,7 @@ class Trainer:
                 if a.stop_after is not None and done_here >= a.stop_after:
                     break
         finally:
+            info.close()
             if bar is not None:
                 bar.close()
             if self._pool is not None:

@@ -8,6 +8,7 @@ Data-backed envs whose module, extra or data is absent are skipped with the reas
 
 from __future__ import annotations
 
+import shutil
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -62,7 +63,19 @@ TEST_KWARGS: dict[str, dict[str, Any]] = {
 }
 
 
+def _skip_without_browser(env_id: str) -> None:
+    """Browser-mode envs need Debian's chromium + chromium-driver (``make setup`` installs them as root)."""
+    if "Browser" not in env_id:
+        return
+    from agentgym.envs.webshop.browser import CHROMEDRIVER, CHROMIUM
+
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if shutil.which(p) is None]
+    if missing:
+        pytest.skip(f"{env_id} needs {' and '.join(missing)} (apt-get install chromium chromium-driver)")
+
+
 def make(env_id: str, **kwargs: Any) -> gym.Env:
+    _skip_without_browser(env_id)
     kwargs = {**TEST_KWARGS.get(env_id, {}), **kwargs}
     return _skip_if_missing(env_id, lambda: gym.make(env_id, **kwargs))
 

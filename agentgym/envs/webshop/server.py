@@ -263,16 +263,20 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="serve the shop over HTTP")
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1: this machine only)")
-    serve.add_argument("--port", type=int, default=3000)
+    serve.add_argument("--port", type=int, default=3000, help="TCP port (default 3000; 0 = any free port)")
     serve.add_argument("--data-dir", default=None, help="WebShop data folder (default $AGENTGYM_DATA/webshop)")
-    serve.add_argument("--num-products", type=int, default=None)
+    serve.add_argument(
+        "--num-products", type=int, default=None, help="serve only the first N products (default: all of them)"
+    )
     serve.add_argument(
         "--human-goals",
         action=argparse.BooleanOptionalAction,
         default=False,
         help="human-written goals (default: synthetic)",
     )
-    serve.add_argument("--price-seed", type=int, default=PRICE_SEED)
+    serve.add_argument(
+        "--price-seed", type=int, default=PRICE_SEED, help=f"seed of the product prices (default {PRICE_SEED})"
+    )
     serve.add_argument("--show-attrs", action="store_true", help="show the Attributes sub page")
     args = parser.parse_args(argv)
     engine = get_engine(

