@@ -211,7 +211,12 @@ class ProcessAgent:
 
     def _failure(self, what: str) -> AgentFailure:
         proc = self._proc
-        code = proc.poll() if proc is not None else None
+        code = None
+        if proc is not None:
+            try:
+                code = proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                pass
         time.sleep(0.05)  # let the stderr thread catch the last lines
         self.stderr_tail = "".join(self._stderr[-5:]).strip()[-500:]
         self.close()

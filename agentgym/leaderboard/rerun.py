@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from agentgym.episodes import Episode, iter_episodes
@@ -57,6 +58,13 @@ FRESH_SEED_LOW = 2**24
 PRIMARY: dict[str, str] = {"alfworld": "All", "webshop": "Score", "hotpotqa": "F1"}
 
 
+class _KeepOpen(gym.Wrapper):
+    """The rerun's env, handed to the turn loop once per episode; the loop's ``close()`` must not end it."""
+
+    def close(self) -> None:
+        pass
+
+
 class RerunError(ValueError):
     """The entry cannot be re-run (logs only, unknown suite, an agent that cannot be built)."""
 
@@ -70,12 +78,18 @@ def episode_score(env_id: str, episode: Episode) -> float:
     return env_results(env_id, [episode])[primary_of(env_id)] / 100.0
 
 
+#: Source of the rerun's fresh seeds (``secrets``; tests swap in a seeded generator to be deterministic).
+_randbelow = secrets.randbelow
+
+
 def _rng_for(*parts: Any) -> np.random.Generator:
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
-def compare_scores(submitted: Sequence[float], rerun: Sequence[float], *, rng_key: Any = 0) -> dict[str, Any]:
+def compare_scores(
+    submitted: Sequence[float], rerun: Sequence[float], *, rng_key: Any = 0, permutations: int = PERMUTATIONS
+) -> dict[str, Any]:
     """Is the submitted mean score higher than the rerun's by more than chance allows?
 
     One-sided permutation test of the difference of means (submitted - rerun) over the pooled episodes,
@@ -88,15 +102,15 @@ def compare_scores(submitted: Sequence[float], rerun: Sequence[float], *, rng_ke
     observed = float(a.mean() - b.mean())
     rng = _rng_for("permutation", rng_key)
     pooled = np.concatenate([a, b])
-    perms = rng.permuted(np.tile(pooled, (PERMUTATIONS, 1)), axis=1)  # (P, n_a + n_b)
+    perms = rng.permuted(np.tile(pooled, (permutations, 1)), axis=1)  # (P, n_a + n_b)
     diffs = perms[:, : len(a)].mean(axis=1) - perms[:, len(a) :].mean(axis=1)  # (P,)
-    p_value = float((1 + np.sum(diffs >= observed - 1e-12)) / (PERMUTATIONS + 1))
+    p_value = float((1 + np.sum(diffs >= observed - 1e-12)) / (permutations + 1))
     boot = _rng_for("bootstrap", rng_key)
-    ba = a[boot.integers(0, len(a), size=(PERMUTATIONS, len(a)))].mean(axis=1)
-    bb = b[boot.integers(0, len(b), size=(PERMUTATIONS, len(b)))].mean(axis=1)
+    ba = a[boot.integers(0, len(a), size=(permutations, len(a)))].mean(axis=1)
+    bb = b[boot.integers(0, len(b), size=(permutations, len(b)))].mean(axis=1)
     lo, hi = np.percentile(ba - bb, [2.5, 97.5])
     return {
-        "test": f"one-sided permutation test of mean(submitted) - mean(rerun), {PERMUTATIONS} permutations",
+        "test": f"one-sided permutation test of mean(submitted) - mean(rerun), {permutations} permutations",
         "alpha": ALPHA,
         "submitted_mean": round(float(a.mean()), 6),
         "rerun_mean": round(float(b.mean()), 6),
@@ -132,7 +146,7 @@ def _fresh_specs(env_id: str, public: Sequence[EpisodeSpec], n: int) -> list[Epi
     taken = {s.seed for s in public}
     seeds: list[int] = []
     while len(seeds) < n:
-        s = FRESH_SEED_LOW + secrets.randbelow(2**31 - FRESH_SEED_LOW)
+        s = FRESH_SEED_LOW + _randbelow(2**31 - FRESH_SEED_LOW)
         if s not in taken and s not in seeds:
             seeds.append(s)
     if all(s.options is None for s in public):  # procedural: fresh levels
@@ -140,7 +154,7 @@ def _fresh_specs(env_id: str, public: Sequence[EpisodeSpec], n: int) -> list[Epi
     # fixed tasks: a random subset of the same tasks (all of them without --episodes), fresh seeds
     order = list(range(len(public)))
     for i in range(len(order) - 1, 0, -1):  # Fisher-Yates with secrets
-        j = secrets.randbelow(i + 1)
+        j = _randbelow(i + 1)
         order[i], order[j] = order[j], order[i]
     chosen = sorted(order[:n])
     return [EpisodeSpec(seed, public[i].options) for seed, i in zip(seeds, chosen)]
@@ -180,7 +194,7 @@ def rerun_entry(
         raise RerunError(f"{folder.name} is marked logs only ({runnable.get('reason')}): there is no agent to re-run")
     suite = get_suite(f"{data['suite']['name']}@{data['suite']['version']}")
     submitted = _submitted_episodes(folder, data)
-    agent_seed = secrets.randbits(31)
+    agent_seed = _randbelow(2**31)
     try:
         agent = ap.ProcessAgent(
             runnable["spec"],
@@ -209,15 +223,22 @@ def rerun_entry(
             log = work / f"{log_name(env_id)}.jsonl"
             failures = []
             t0 = time.perf_counter()
-            for spec in specs:
-                try:
-                    run_episodes(env_id, agent, [spec], batch_size=1, log_path=log, resume=False)
-                except ap.AgentFailure as exc:
-                    failures.append({"seed": spec.seed, "options": spec.options, "reason": str(exc)[:500]})
+            env = _KeepOpen(gym.make(env_id))  # one env for the whole rerun, not one per episode
+            try:
+                for spec in specs:
                     try:
-                        agent.start()
-                    except ap.AgentFailure as again:
-                        raise RerunError(f"the agent process cannot be restarted: {again}") from again
+                        # One episode per call: a failing agent costs exactly the episode in flight.
+                        run_episodes(
+                            env_id, agent, [spec], batch_size=1, log_path=log, resume=False, make_env=lambda e=env: e
+                        )
+                    except ap.AgentFailure as exc:
+                        failures.append({"seed": spec.seed, "options": spec.options, "reason": str(exc)[:500]})
+                        try:
+                            agent.start()
+                        except ap.AgentFailure as again:
+                            raise RerunError(f"the agent process cannot be restarted: {again}") from again
+            finally:
+                env.env.close()
             eps = list(iter_episodes(log)) if log.exists() else []
             rel = f"{RERUN_DIR}/episodes/{log_name(env_id)}.jsonl.gz"
             with open(folder / rel, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
