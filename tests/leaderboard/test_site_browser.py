@@ -218,3 +218,30 @@ def test_site_works_from_file_urls(driver, site):
     headers = driver.find_elements(By.CSS_SELECTOR, "#board thead th")
     headers[[h.text for h in headers].index("Success")].click()
     assert _column(driver, 6)[0] == "100.0"
+
+
+def save_front_page_png(site: Path, png: Path, width: int = 1280, height: int = 1600) -> Path:
+    """Screenshot the built front page in headless Chromium (what leaderboards/README.md shows)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"):
+        opts.add_argument(flag)
+    opts.add_argument(f"--window-size={width},{height}")
+    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    try:
+        drv.get((site / "index.html").resolve().as_uri())
+        drv.save_screenshot(str(png))
+    finally:
+        drv.quit()
+    return png
+
+
+if (
+    __name__ == "__main__"
+):  # python -m tests.leaderboard.test_site_browser leaderboards/site leaderboards/site-front-page.png
+    import sys
+
+    print(save_front_page_png(Path(sys.argv[1]), Path(sys.argv[2])))
