@@ -211,7 +211,7 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from agentgym.evaluation import format_table
-    from agentgym.leaderboard.submission import run_suite, slugify
+    from agentgym.leaderboard.entry import run_suite, slugify
     from agentgym.results import columns
     from agentgym.suites import get_suite
 
@@ -234,6 +234,7 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             env_backend=args.env_backend,
             num_workers=args.num_workers,
+            agent_spec=args.agent,  # recorded as the submission's runnable spec
         )
     except DataNotFoundError as exc:  # a data-backed suite without its data: say which command fixes it
         raise SystemExit(f"suite {suite.name}: {exc}") from exc

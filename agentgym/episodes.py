@@ -440,42 +440,68 @@ class ReplayResult:
         return self.ok
 
 
-def replay(episode: Episode, env: gym.Env | None = None, reward_tol: float = 1e-6) -> ReplayResult:
+def _same_value(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool | str):
+        return math.isclose(float(a), float(b), rel_tol=1e-9, abs_tol=1e-6)
+    return a == b
+
+
+def _info_mismatches(where: str, logged: dict[str, Any], replayed: dict[str, Any], keys: Sequence[str]) -> list[str]:
+    out = []
+    for key in keys:
+        if key not in logged and key not in replayed:
+            continue
+        a, b = logged.get(key), to_jsonable(replayed.get(key))
+        if not _same_value(a, b):
+            out.append(f"{where}.info[{key!r}]: logged {a!r}, replayed {b!r}")
+    return out
+
+
+def replay(
+    episode: Episode, env: gym.Env | None = None, reward_tol: float = 1e-6, info_keys: Sequence[str] = ()
+) -> ReplayResult:
     """Re-run a logged episode from its seed, options and actions; report every difference.
+
+    Compares the reset observation, then per step the observation, reward and end flags, and the
+    ``info_keys`` of the reset and of every step (the leaderboard passes the keys a score is computed
+    from, so that an edited ``info["success"]`` is caught too).
 
     Args:
         episode: the record to check.
         env: an env to reuse (made from ``episode.env_id`` and ``env_kwargs`` when None).
         reward_tol: absolute tolerance on rewards.
+        info_keys: info keys that must match as well.
     """
     import agentgym  # noqa: F401  (registers ids)
 
     own = env is None
-    if env is None:
-        env = gym.make(episode.env_id, **episode.env_kwargs)
     mismatches: list[str] = []
     try:
-        obs, _ = env.reset(seed=episode.seed, options=episode.options)
+        if env is None:
+            env = gym.make(episode.env_id, **episode.env_kwargs)
+        obs, info = env.reset(seed=episode.seed, options=episode.options)
         if obs != episode.reset_observation:
             mismatches.append("reset_observation differs")
+        mismatches += _info_mismatches("reset", episode.reset_info, info, info_keys)
         for t, step in enumerate(episode.steps):
-            obs, reward, terminated, truncated, _ = env.step(step.action)
+            obs, reward, terminated, truncated, info = env.step(step.action)
             if obs != step.observation:
                 mismatches.append(f"steps[{t}].observation differs")
             if not math.isclose(float(reward), float(step.reward), abs_tol=reward_tol):
                 mismatches.append(f"steps[{t}].reward: logged {step.reward}, replayed {float(reward)}")
-            if bool(terminated) != step.terminated or bool(truncated) != step.truncated:
+            if bool(terminated) != bool(step.terminated) or bool(truncated) != bool(step.truncated):
                 mismatches.append(
                     f"steps[{t}] flags: logged terminated={step.terminated} truncated={step.truncated}, "
                     f"replayed {bool(terminated)}/{bool(truncated)}"
                 )
+            mismatches += _info_mismatches(f"steps[{t}]", step.info, info, info_keys)
             if (terminated or truncated) and t != len(episode.steps) - 1:
                 mismatches.append(f"steps[{t}]: episode ended on replay but the log goes on")
                 break
     except Exception as exc:  # a replay that crashes is a failed verification, not a crash of the verifier
         mismatches.append(f"replay raised {type(exc).__name__}: {exc}")
     finally:
-        if own:
+        if own and env is not None:
             env.close()
     return ReplayResult(ok=not mismatches, mismatches=mismatches)
 

@@ -279,7 +279,7 @@ def effective_config(plan: RowPlan, suite_name: str, scale: str) -> tuple[dict[s
 def run_row(table: str, row: dict[str, Any], plan: RowPlan, suite_name: str, seed: int, opts: argparse.Namespace):
     """Train + evaluate one (row, suite, seed); the path of the written submission and its results."""
     from agentgym.episodes import JsonlWriter
-    from agentgym.leaderboard.submission import write_submission
+    from agentgym.leaderboard.entry import write_submission
     from agentgym.rl.config import make_args
 
     config, source, baseline, module = effective_config(plan, suite_name, opts.scale)
@@ -321,6 +321,11 @@ def run_row(table: str, row: dict[str, Any], plan: RowPlan, suite_name: str, see
         "code": "https://github.com/agentgym/agentgym/tree/main/tools/reproduce.py",
         "date": time.strftime("%Y-%m-%d"),
         "verified": False,
+        "runnable": {
+            "logs_only": True,
+            "reason": "the trained checkpoint is not published with the entry, so there is no pinned model to re-run",
+            "agent_name": episodes[0].agent if episodes else "unknown",
+        },
     }
     path = write_submission(sub_dir, suite, {suite.env_ids[0]: log}, meta)
     data = json.loads(path.read_text())
@@ -393,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown row(s) {unknown}; see --list")
     seeds = [int(s) for s in opts.seeds.split(",") if s.strip()]
-    from agentgym.leaderboard.submission import make_entry
+    from agentgym.leaderboard.entry import make_entry
     from agentgym.leaderboard.verify import verify, write_verification
 
     lines = []
@@ -423,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
                     failures += 1
                     continue
                 report = verify(sub, full=True)
-                status = "verified" if report.ok else "REJECTED"
+                status = "replay-verified" if report.ok else "REJECTED"
                 print(f"{rid} / {suite.name} / seed {seed}: {res} ({secs:.0f} s, {status})")
                 if not report.ok:
                     print(report.summary())

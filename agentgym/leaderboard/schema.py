@@ -2,8 +2,14 @@
 
 A submission is a folder (or a .zip / .tar / .tar.gz of one)::
 
-    submission.json              metadata, suite, env versions, claimed results, list of logs
+    submission.json              metadata, runnable agent spec, suite, env versions, claimed results, logs
     episodes/<Env-vN>.jsonl.gz   the episode logs (one agentgym.episodes.Episode per line)
+
+``agent.runnable`` says how to run the agent again (``agentgym leaderboard verify --rerun``): either a
+pinned spec (``spec`` as ``agentgym eval --agent`` takes it, ``kwargs``, the model pinned by revision or
+checkpoint sha256, prompt version, sampling parameters) or ``{"logs_only": true, "reason": ...}``. Both
+name ``agent_name``, the label every episode of the logs must carry. :func:`runnable_errors` says what a
+spec lacks to be pinned.
 
 ``leaderboards/schema/submission.schema.json`` is :data:`SUBMISSION_SCHEMA` written out by
 ``agentgym leaderboard build``; this module is the source of truth.
@@ -20,6 +26,56 @@ SCHEMA_VERSION = 1
 
 #: Method types the board filters on.
 METHOD_TYPES: tuple[str, ...] = ("Prompting", "RL", "SFT", "RL+SFT", "Scripted", "Other")
+
+#: Agent specs that run without a model (nothing to pin but their kwargs).
+SCRIPTED_SPECS: tuple[str, ...] = ("random", "expert")
+#: Spec prefixes of model agents (see ``agentgym.agents.from_spec``): they need a pinned model and sampling.
+MODEL_PREFIXES: tuple[str, ...] = ("hf:", "openai:", "react:", "reflexion:")
+
+_HEX64 = "^[0-9a-f]{64}$"
+
+RUNNABLE_SCHEMA: dict[str, Any] = {
+    "description": "how to run the agent again; or logs_only with the reason it cannot be",
+    "oneOf": [
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["logs_only", "reason", "agent_name"],
+            "properties": {
+                "logs_only": {"const": True},
+                "reason": {"type": "string", "minLength": 1, "maxLength": 500},
+                "agent_name": {"type": "string", "minLength": 1, "maxLength": 200},
+            },
+        },
+        {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["spec", "kwargs", "agent_name"],
+            "properties": {
+                "spec": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": 300,
+                    "description": "random | expert | module:Class | hf:ID | openai:MODEL | react:... | reflexion:...",
+                },
+                "kwargs": {"type": "object", "maxProperties": 64, "description": "constructor / from_spec kwargs"},
+                "agent_name": {"type": "string", "minLength": 1, "maxLength": 200},
+                "code_sha256": {"type": "string", "pattern": _HEX64, "description": "module:Class: its source file"},
+                "model": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "id": {"type": "string", "maxLength": 200},
+                        "revision": {"type": "string", "minLength": 1, "maxLength": 100},
+                        "checkpoint_sha256": {"type": "string", "pattern": _HEX64},
+                    },
+                },
+                "prompt_version": {"type": "string", "maxLength": 50},
+                "sampling": {"type": "object", "maxProperties": 16, "additionalProperties": {"type": "number"}},
+            },
+        },
+    ],
+}
 
 _RESULT_COLUMNS = {
     "type": "object",
@@ -40,7 +96,7 @@ SUBMISSION_SCHEMA: dict[str, Any] = {
         "agent": {
             "type": "object",
             "additionalProperties": False,
-            "required": ["name", "model", "method", "method_type", "date", "verified"],
+            "required": ["name", "model", "method", "method_type", "date", "verified", "runnable"],
             "properties": {
                 "name": {"type": "string", "minLength": 1, "maxLength": 100, "description": "display name"},
                 "model": {"type": "string", "minLength": 1, "maxLength": 200, "description": "base model id"},
@@ -62,6 +118,7 @@ SUBMISSION_SCHEMA: dict[str, Any] = {
                 "contact": {"type": "string", "maxLength": 200},
                 "description": {"type": "string", "maxLength": 2000},
                 "verified": {"const": False, "description": "set by maintainers through verification, never here"},
+                "runnable": RUNNABLE_SCHEMA,
             },
         },
         "suite": {
@@ -127,6 +184,43 @@ def schema_errors(data: Any) -> list[str]:
     for err in sorted(validator.iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
         where = "submission.json" + "".join(f"[{p!r}]" for p in err.absolute_path)
         out.append(f"{where}: {err.message}")
+    return out
+
+
+def runnable_errors(runnable: Any) -> list[str]:
+    """What a runnable block lacks to be re-run exactly (empty for ``logs_only`` blocks and pinned specs).
+
+    Scripted specs need nothing more; ``module:Class`` needs ``code_sha256`` (the reviewed source); model
+    specs need ``model.revision`` or ``model.checkpoint_sha256``, ``prompt_version`` and ``sampling``.
+    """
+    where = "submission.json['agent']['runnable']"
+    if not isinstance(runnable, dict):
+        return [f"{where}: missing; give a runnable spec or {{'logs_only': true, 'reason': ...}}"]
+    if runnable.get("logs_only") is True:
+        return []
+    spec = runnable.get("spec")
+    if not isinstance(spec, str) or not spec:
+        return [f"{where}['spec']: missing"]
+    if spec in SCRIPTED_SPECS:
+        return []
+    out = []
+    if spec.startswith(MODEL_PREFIXES):
+        model = runnable.get("model") or {}
+        if not (model.get("revision") or model.get("checkpoint_sha256")):
+            out.append(
+                f"{where}['model']: {spec} is not pinned; give model.revision (the hub commit) or "
+                "model.checkpoint_sha256, or mark the entry logs_only"
+            )
+        if not runnable.get("prompt_version"):
+            out.append(f"{where}['prompt_version']: missing for model agent {spec}")
+        if not isinstance(runnable.get("sampling"), dict):
+            out.append(f"{where}['sampling']: missing (temperature, top_p, max_new_tokens) for model agent {spec}")
+        return out
+    module, sep, cls = spec.partition(":")
+    if not sep or not module or not cls:
+        return [f"{where}['spec']: {spec!r} is none of random, expert, module:Class, hf:..., openai:..."]
+    if not runnable.get("code_sha256"):
+        out.append(f"{where}['code_sha256']: missing; the sha256 of {module}'s source pins the code to re-run")
     return out
 
 

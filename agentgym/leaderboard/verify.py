@@ -10,13 +10,19 @@ Checks, in order, each failure reported with the file, the episode and the field
 4. Every suite task appears exactly once (no missing, duplicated or foreign tasks); every episode ran
    the registered env (no kwargs overrides) and ended; its stored totals match its steps.
 5. The results recomputed from the logs (:mod:`agentgym.results`) equal the claimed ones.
-6. A random sample of episodes per env (all of them with ``full=True``) is replayed in the env from its
-   seed, options and actions: observations, rewards, end flags and the scored info keys must match.
-   Replay runs in ``workers`` processes.
+6. Every episode carries the agent label that ``agent.runnable.agent_name`` declares (a log made by
+   another agent and relabelled in ``submission.json`` is caught here or by the rerun).
+7. Episodes are replayed in the env from their seed, options and actions with
+   :func:`agentgym.episodes.replay` (the one replay function): observations, rewards, end flags and the
+   scored info keys must match. ``full=True`` replays every episode; the default replays a random
+   sample per env and is only a quick pre-check for submitters: the board's badge comes from
+   :func:`verify_cached` (a full replay made by the maintainer's build), never from a sampled run or a
+   file inside the submission.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -30,19 +36,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentgym.episodes import Episode, to_jsonable
-from agentgym.leaderboard.schema import schema_errors
-from agentgym.leaderboard.submission import (
+from agentgym.episodes import Episode, replay
+from agentgym.leaderboard.archive import (
     DEFAULT_LIMITS,
     SUBMISSION_FILE,
     Limits,
     SubmissionError,
+    content_hash,
     log_name,
     open_submission,
     read_gz_capped,
     sha256_file,
     spec_hash,
 )
+from agentgym.leaderboard.schema import runnable_errors, schema_errors
 from agentgym.results import ResultsError, compare, describe, env_results
 from agentgym.suites import SuiteTask, get_suite
 
@@ -55,6 +62,10 @@ SERIAL_BUDGET_S = 2.0
 
 #: Episodes per env replayed by default (``full=True`` replays all).
 DEFAULT_SAMPLE = 25
+
+#: Version of the checks; a cached verification made by another version is not reused. Bump on any change
+#: to what is checked.
+VERIFIER_VERSION = 2
 
 
 @dataclass
@@ -130,49 +141,9 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _info_diffs(prefix: str, logged: dict[str, Any], replayed: dict[str, Any]) -> list[str]:
-    out = []
-    for key in SCORED_INFO_KEYS:
-        if key not in logged and key not in replayed:
-            continue
-        a, b = logged.get(key), to_jsonable(replayed.get(key))
-        if not _same(a, b):
-            out.append(f"{prefix}.info[{key!r}]: logged {a!r}, replayed {b!r}")
-    return out
-
-
 def replay_episode(episode: Episode, env: Any) -> list[str]:
-    """Re-run ``episode`` in ``env`` from its seed, options and actions; every difference found.
-
-    Compares the reset observation, then per step the observation, reward, terminated/truncated flags
-    and :data:`SCORED_INFO_KEYS`. (:func:`agentgym.episodes.replay` checks the first three; the info keys
-    are what a score is computed from, so the board checks them as well.)
-    """
-    out: list[str] = []
-    try:
-        obs, info = env.reset(seed=episode.seed, options=episode.options)
-        if obs != episode.reset_observation:
-            out.append("reset_observation differs from the replay")
-        out += _info_diffs("reset", episode.reset_info, info)
-        last = len(episode.steps) - 1
-        for t, step in enumerate(episode.steps):
-            obs, reward, terminated, truncated, info = env.step(step.action)
-            if obs != step.observation:
-                out.append(f"steps[{t}].observation differs from the replay")
-            if not math.isclose(float(reward), float(step.reward), abs_tol=1e-6):
-                out.append(f"steps[{t}].reward: logged {step.reward}, replayed {float(reward)}")
-            if bool(terminated) != bool(step.terminated) or bool(truncated) != bool(step.truncated):
-                out.append(
-                    f"steps[{t}].terminated/truncated: logged {step.terminated}/{step.truncated}, "
-                    f"replayed {bool(terminated)}/{bool(truncated)}"
-                )
-            out += _info_diffs(f"steps[{t}]", step.info, info)
-            if (terminated or truncated) and t != last:
-                out.append(f"steps[{t}]: the episode ended on replay but the log goes on")
-                break
-    except Exception as exc:  # a replay that crashes is a rejection, never a crash of the verifier
-        out.append(f"replay raised {type(exc).__name__}: {exc}")
-    return out
+    """Every difference between ``episode`` and its replay in ``env`` (:func:`agentgym.episodes.replay`)."""
+    return replay(episode, env, info_keys=SCORED_INFO_KEYS).mismatches
 
 
 def _worker_env(env_id: str) -> Any:
@@ -196,8 +167,16 @@ def _replay_chunk(items: Sequence[tuple[str, int, bytes]]) -> list[tuple[int, li
 
 
 def _replay_all(loaded: Sequence[_Loaded], workers: int) -> list[list[str]]:
-    items = [(x.env_id, i, x.raw) for i, x in enumerate(loaded)]
-    results: list[list[str]] = [[] for _ in loaded]
+    return replay_records([(x.env_id, x.raw) for x in loaded], workers)
+
+
+def replay_records(records: Sequence[tuple[str, bytes]], workers: int = 1) -> list[list[str]]:
+    """Replay ``(env_id, raw JSON record)`` pairs in full; every difference found, per record.
+
+    Runs in this process first and in ``workers`` processes when much is left (see the code's comments).
+    """
+    items = [(env_id, i, raw) for i, (env_id, raw) in enumerate(records)]
+    results: list[list[str]] = [[] for _ in records]
     if workers <= 1 or len(items) < 2:
         for idx, diffs in _replay_chunk(items):
             results[idx] = diffs
@@ -395,6 +374,8 @@ def _verify(
     if errors:
         report.errors += errors
         return
+    report.errors += runnable_errors(data["agent"]["runnable"])
+    label = data["agent"]["runnable"]["agent_name"]
 
     # -- suite and env versions
     suite_ref = f"{data['suite']['name']}@{data['suite']['version']}"
@@ -461,6 +442,13 @@ def _verify(
                 report.error(x.where, f"duplicated task: {seen[key].rel} line {seen[key].line} holds it already")
                 continue
             seen[key] = x
+            if x.episode.agent != label:
+                report.error(
+                    x.where,
+                    f"agent: the episode was played by {x.episode.agent!r}, but submission.json declares "
+                    f"agent.runnable.agent_name {label!r}",
+                )
+                continue
             if _check_episode(x, report):
                 good.setdefault(env_id, []).append(x)
     missing = [t for k, t in tasks.items() if k not in seen]
@@ -531,45 +519,124 @@ def verify(
 VERIFICATION_FILE = "verification.json"
 
 
-def write_verification(folder: str | os.PathLike[str], report: VerificationReport) -> Path:
-    """Record an accepted verification next to ``submission.json`` (the board's "verified" badge).
+def _who() -> str:
+    import getpass
+    import socket
 
-    The record holds the sha256 of ``submission.json`` and of every log, so any later edit voids it.
-    """
+    try:
+        return f"{getpass.getuser()}@{socket.gethostname()}"
+    except Exception:  # no user name in some containers
+        return "unknown"
+
+
+def verification_record(folder: str | os.PathLike[str], report: VerificationReport) -> dict[str, Any]:
+    """What a full verification of ``folder`` found, who ran it and when: the record a badge links to."""
     import datetime as _dt
 
     from agentgym import __version__
 
-    if not report.ok:
-        raise ValueError("only an accepted submission can be marked verified")
     folder = Path(folder)
-    data = json.loads((folder / SUBMISSION_FILE).read_text(encoding="utf-8"))
-    record = {
-        "verified_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "agentgym_version": __version__,
+    return {
+        "ok": report.ok,
         "full": report.full,
+        "verified_at": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "verified_by": _who(),
+        "agentgym_version": __version__,
+        "verifier_version": VERIFIER_VERSION,
         "episodes": report.episodes,
         "replayed": report.replayed,
-        "sample_seed": report.sample_seed,
-        "submission_sha256": sha256_file(folder / SUBMISSION_FILE),
-        "logs_sha256": {e["path"]: e["sha256"] for e in data["episodes"]},
+        "seconds": round(report.seconds, 3),
+        "content_sha256": content_hash(folder),
+        "errors": report.errors[:20],
+        "warnings": report.warnings[:20],
+        "results": report.results,
     }
-    path = folder / VERIFICATION_FILE
-    path.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+
+
+def write_verification(folder: str | os.PathLike[str], report: VerificationReport) -> Path:
+    """Write the maintainer's record of a full, accepted verification into the entry (``verify --full --mark``).
+
+    The record says who verified the entry, when and with which verifier. It is informational: the board's
+    badge never reads it (the build replays every entry in full itself), so a hand-written or stale record
+    changes nothing.
+
+    Raises:
+        ValueError: the report is a rejection or a sampled (not full) replay.
+    """
+    if not report.ok:
+        raise ValueError("only an accepted submission can be marked verified")
+    if not report.full:
+        raise ValueError("a sampled replay is a pre-check only; mark an entry after `verify --full`")
+    path = Path(folder) / VERIFICATION_FILE
+    path.write_text(json.dumps(verification_record(folder, report), indent=2) + "\n", encoding="utf-8")
     return path
 
 
-def verification_status(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
-    """The verification record of an entry folder if it still matches the files, else None."""
+def verify_cached(
+    folder: str | os.PathLike[str], *, cache_dir: str | os.PathLike[str] | None = None, workers: int = 1
+) -> dict[str, Any]:
+    """A full verification of an entry folder, reusing an earlier one made of exactly the same bytes.
+
+    The cache key is :func:`~agentgym.leaderboard.archive.content_hash` of the entry plus
+    :data:`VERIFIER_VERSION` and the installed env fingerprints, and the cache lives with the verifier
+    (``$AGENTGYM_CACHE/leaderboard-verify``), never in the entry: a submitter cannot supply a cached result.
+
+    Returns:
+        :func:`verification_record` of the full verification (``"cached": True`` when reused).
+    """
     folder = Path(folder)
-    path = folder / VERIFICATION_FILE
+    key = _cache_key(folder)
+    if cache_dir is None:
+        from agentgym.data import cache_dir as _cache_dir
+
+        cache_dir = _cache_dir() / "leaderboard-verify"
+    path = Path(cache_dir) / f"{key}.json"
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-        if record.get("submission_sha256") != sha256_file(folder / SUBMISSION_FILE):
-            return None
-        for rel, digest in record.get("logs_sha256", {}).items():
-            if sha256_file(folder / rel) != digest:
-                return None
-    except (OSError, ValueError, AttributeError):
-        return None
-    return record
+        if record.get("cache_key") == key:
+            return {**record, "cached": True}
+    except (OSError, ValueError):
+        pass
+    report = verify(folder, full=True, workers=workers)
+    record = {**verification_record(folder, report), "cache_key": key}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    except OSError:  # a read-only cache only costs time
+        pass
+    return {**record, "cached": False}
+
+
+def _cache_key(folder: Path) -> str:
+    import hashlib
+
+    envs: list[str] = []
+    try:
+        data = json.loads((folder / SUBMISSION_FILE).read_text(encoding="utf-8"))
+        for env_id in sorted(data.get("envs", {})):
+            try:
+                envs.append(f"{env_id}={spec_hash(env_id)}")
+            except Exception:
+                envs.append(f"{env_id}=?")
+    except (OSError, ValueError, AttributeError, TypeError):
+        pass
+    from agentgym import __version__
+
+    blob = "\n".join(
+        [content_hash(folder), f"verifier {VERIFIER_VERSION}", f"agentgym {__version__}", _code_hash(), *envs]
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def _code_hash() -> str:
+    """sha256 of the installed agentgym sources: an env whose code changed is replayed again, not trusted."""
+    import hashlib
+
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()

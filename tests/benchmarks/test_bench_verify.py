@@ -13,9 +13,9 @@ import importlib.util
 
 import pytest
 
-from agentgym.agents import ExpertAgent, RandomAgent
+from agentgym.agents import ExpertAgent
 from agentgym.evaluation import EpisodeSpec
-from agentgym.leaderboard.submission import default_agent_meta, write_submission
+from agentgym.leaderboard.entry import default_agent_meta, write_submission
 from agentgym.leaderboard.verify import verify
 from agentgym.suites import SUITES, Suite, SuiteTask, get_suite
 
@@ -44,7 +44,8 @@ def procedural_774(tmp_path):
     tasks += [SuiteTask("agentgym/FrozenLake-v0", EpisodeSpec(300_000 + i)) for i in range(500)]
     suite = _bench_suite("bench-sokoban-frozenlake", tasks)
     try:
-        yield _make(tmp_path, suite, {"agentgym/Sokoban-v0": ExpertAgent(), "agentgym/FrozenLake-v0": RandomAgent(1)})
+        # One agent for the whole submission: every episode must carry the declared agent label.
+        yield _make(tmp_path, suite, {"agentgym/Sokoban-v0": ExpertAgent(), "agentgym/FrozenLake-v0": ExpertAgent()})
     finally:
         SUITES.pop(suite.name, None)
 

@@ -12,7 +12,8 @@ import pytest
 
 from agentgym.agents import ExpertAgent, RandomAgent
 from agentgym.episodes import Episode
-from agentgym.leaderboard.submission import run_suite, sha256_file
+from agentgym.leaderboard.archive import sha256_file
+from agentgym.leaderboard.entry import run_suite
 from agentgym.results import env_results
 from agentgym.suites import get_suite
 
@@ -21,7 +22,7 @@ from agentgym.suites import get_suite
 def genuine_sokoban(tmp_path_factory) -> Path:
     """A submission of the expert on the whole ``sokoban`` suite (100 episodes, ~0.5 s to make)."""
     out = tmp_path_factory.mktemp("genuine") / "sokoban-expert"
-    run_suite(get_suite("sokoban"), ExpertAgent(), out)
+    run_suite(get_suite("sokoban"), ExpertAgent(), out, agent_spec="expert")
     return out
 
 
@@ -29,7 +30,7 @@ def genuine_sokoban(tmp_path_factory) -> Path:
 def genuine_frozenlake(tmp_path_factory) -> Path:
     """A submission of a seeded random agent on ``frozenlake``: failures and successes, slippery moves."""
     out = tmp_path_factory.mktemp("genuine") / "frozenlake-random"
-    run_suite(get_suite("frozenlake"), RandomAgent(seed=3), out)
+    run_suite(get_suite("frozenlake"), RandomAgent(seed=3), out, agent_spec="random")
     return out
 
 

@@ -1,4 +1,4 @@
-"""The end-to-end flow (eval --suite -> submit -> verify --mark -> build) and the rendered board."""
+"""The end-to-end flow (eval --suite -> submit -> build) and the rendered board; forged entries never get a badge."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 from agentgym.cli import main as agentgym
+from agentgym.leaderboard.archive import sha256_file
 from agentgym.leaderboard.build import build
 from agentgym.leaderboard.schema import SUBMISSION_SCHEMA
+from tests.leaderboard.conftest import load, save
 
 REPO = Path(__file__).resolve().parents[2]
 XSS = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned=2">'
@@ -62,10 +64,14 @@ def test_new_user_flow_from_eval_to_the_built_board(tmp_path, capsys):
     assert agentgym(["submit", str(out), "--name", "VI expert", "--entries", str(entries), "--workers", "1"]) == 0
     (entry,) = entries.iterdir()
     assert json.loads((entry / "submission.json").read_text())["agent"]["name"] == "VI expert"
-    assert agentgym(["leaderboard", "build", "--root", str(tmp_path / "lb")]) == 0
+    runnable = json.loads((entry / "submission.json").read_text())["agent"]["runnable"]
+    assert runnable == {"spec": "expert", "kwargs": {}, "agent_name": "expert"}  # from --agent, re-runnable
+    assert agentgym(["leaderboard", "build", "--root", str(tmp_path / "lb"), "--workers", "1"]) == 0
     readme = (tmp_path / "lb" / "README.md").read_text()
-    assert "| 1 | VI expert |" in readme and "submitted" in readme  # not marked verified
+    # No one ran verify: the build's own full replay earns replay-verified (and nothing more without a rerun).
+    assert "| 1 | VI expert | none |  | Scripted | replay-verified |" in readme
     assert (tmp_path / "lb" / "site" / "viewer" / f"{entry.name}.html").is_file()
+    assert (tmp_path / "lb" / "site" / "records" / f"{entry.name}.html").is_file()
 
 
 def test_submit_rejects_a_forged_run_and_writes_nothing(forge, tmp_path, capsys):
@@ -98,19 +104,67 @@ def test_site_pages_escape_entry_text(board):
     assert "&lt;script&gt;window.__pwned" in page and "<script>window" not in page
     viewer = next((site / "viewer").glob("*.html")).read_text()
     assert "<script>window" not in viewer and "<img src=x" not in viewer
-    assert (site / "charts" / "sokoban.svg").read_text().count("<rect") >= 2
-    assert "badge-verified" in page and "badge-reported" in page
+    chart = (site / "charts" / "sokoban.svg").read_text()
+    assert chart.count("<rect") == 1 and "replay-verified" in chart  # the chart ranks verified rows only
+    assert "data-source='replay-verified'" in page and "data-source='reported'" in page
+    record = next((site / "records").glob("*.html")).read_text()
+    assert "<script>window" not in record and "100 of 100 episodes, accepted" in record
 
 
-def test_edited_entry_loses_its_verified_badge(board):
+def _tier(board: Path) -> str:
+    out = build(board, workers=1)
+    (tier,) = out["tiers"].values()
+    return tier
+
+
+def test_the_badge_comes_from_the_builds_full_replay(board):
     (entry,) = (board / "entries").iterdir()
+    assert _tier(board) == "replay-verified"
     data = json.loads((entry / "submission.json").read_text())
-    data["results"]["agentgym/Sokoban-v0"]["Success"] = 100.0  # same value, but the file changed
-    data["notes"] = "edited after verification"
+    data["notes"] = "edited after verification"  # harmless: the badge is recomputed, not bound to a record
     (entry / "submission.json").write_text(json.dumps(data))
-    build(board)
-    page = (board / "site" / "sokoban.html").read_text()
-    assert "badge-verified" not in page and "badge-submitted" in page
+    assert _tier(board) == "replay-verified"
+    (entry / "verification.json").unlink()  # the maintainer's record is informational only
+    assert _tier(board) == "replay-verified"
+
+
+def test_forged_entries_end_not_verified(board, tmp_path):
+    (entry,) = (board / "entries").iterdir()
+    pristine = tmp_path / "pristine"
+    shutil.copytree(entry, pristine)
+
+    def reset():
+        shutil.rmtree(entry)
+        shutil.copytree(pristine, entry)
+
+    # 1. an edited step, everything else left alone (hashes redone so the files look consistent)
+    data, records = load(entry)
+    records[7]["steps"][0]["action"] = "up" if records[7]["steps"][0]["action"] != "up" else "down"
+    save(entry, data, records, fix_results=False)
+    assert _tier(board) == "submitted"
+    reset()
+    # 2. a consistent edit: a reward raised with totals and claimed results recomputed to match
+    data, records = load(entry)
+    records[3]["steps"][-1]["reward"] += 10.0
+    save(entry, data, records)
+    assert _tier(board) == "submitted"
+    # 3. ... plus a hand-written verification record matching the forged files, claiming a full replay
+    record = json.loads((pristine / "verification.json").read_text())
+    record["content_sha256"] = "whatever the forger computes"
+    record["submission_sha256"] = sha256_file(entry / "submission.json")
+    (entry / "verification.json").write_text(json.dumps(record))
+    assert _tier(board) == "submitted"
+    # 4. a sampled mark: refused, and a sample that misses the edited episode earns nothing either
+    assert agentgym(["leaderboard", "verify", str(entry), "--mark", "--workers", "1"]) == 2
+    sampled = [
+        s
+        for s in range(50)
+        if agentgym(["leaderboard", "verify", str(entry), "--sample", "3", "--seed", str(s), "--workers", "1"]) == 0
+    ]
+    assert sampled, "some 3-episode sample misses the one forged episode"
+    assert _tier(board) == "submitted"
+    reset()
+    assert _tier(board) == "replay-verified"
 
 
 def test_broken_entries_are_listed_not_fatal(board):
@@ -119,4 +173,4 @@ def test_broken_entries_are_listed_not_fatal(board):
     (bad / "submission.json").write_text("{}")
     out = build(board)
     assert any(p.startswith("broken:") for p in out["problems"])
-    assert "Entries that could not be shown" in (board / "README.md").read_text()
+    assert "Entries that could not be shown or verified" in (board / "README.md").read_text()

@@ -1,4 +1,4 @@
-"""The built site in real headless Chromium: sorting, filters, the trajectory viewer, escaping."""
+"""The built site in real headless Chromium: the front page, sorting, filters, records, logs, the viewer, escaping."""
 
 from __future__ import annotations
 
@@ -48,12 +48,13 @@ def site(tmp_path_factory, genuine_sokoban) -> Path:
 
 @pytest.fixture(scope="module")
 def server(site):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    # The leaderboards/ folder is served: the site links the entries' logs where they lie (../entries/...).
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site.parent))
     handler.log_message = lambda *a, **k: None
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/site"
     httpd.shutdown()
     httpd.server_close()
 
@@ -87,34 +88,72 @@ def driver():
     shutil.rmtree(profile, ignore_errors=True)
 
 
-def _visible_rows(driver):
+def _visible_rows(driver, table="board"):
     from selenium.webdriver.common.by import By
 
-    return [r for r in driver.find_elements(By.CSS_SELECTOR, "#board tbody tr") if r.is_displayed()]
+    return [r for r in driver.find_elements(By.CSS_SELECTOR, f"#{table} tbody tr") if r.is_displayed()]
 
 
-def _column(driver, index):
+def _column(driver, index, table="board"):
     from selenium.webdriver.common.by import By
 
-    return [r.find_elements(By.TAG_NAME, "td")[index].text for r in _visible_rows(driver)]
+    return [r.find_elements(By.TAG_NAME, "td")[index].text for r in _visible_rows(driver, table)]
+
+
+def test_front_page_has_tables_grid_links_and_date(driver, server):
+    import urllib.request
+
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{server}/index.html")
+    text = driver.find_element(By.TAG_NAME, "main").text
+    assert "How to submit" in text and "agentgym eval --suite" in text and "agentgym submit" in text
+    assert "Last updated" in driver.find_element(By.ID, "updated").text
+    sokoban = driver.find_element(By.ID, "suite-sokoban")
+    rows = sokoban.find_elements(By.CSS_SELECTOR, "tbody tr")
+    assert len(rows) == 1 and rows[0].find_elements(By.TAG_NAME, "td")[2].text == "100.0"
+    assert "submitted / reported" in driver.find_element(By.ID, "suite-alfworld-eval").text  # reported: kept apart
+    grid = driver.find_element(By.ID, "grid")
+    assert "sokoban" in grid.find_element(By.TAG_NAME, "thead").text
+    assert "100.0" in grid.find_element(By.TAG_NAME, "tbody").text
+    badge = sokoban.find_element(By.CSS_SELECTOR, "a.badge-replay-verified")
+    badge.click()  # the badge links to the verification record
+    record = driver.find_element(By.TAG_NAME, "main").text
+    assert "Verification record" in record and "Verified by" in record and "100 of 100 episodes, accepted" in record
+    assert "verifier version" in record
+    log = driver.find_element(By.CSS_SELECTOR, "a.log-link")
+    assert log.get_attribute("download") is not None
+    with urllib.request.urlopen(log.get_attribute("href")) as resp:  # the log downloads, gzip and all
+        assert resp.status == 200 and resp.read(2) == b"\x1f\x8b"
+
+
+def test_suite_page_ranks_verified_rows_apart_and_links_logs(driver, server):
+    from selenium.webdriver.common.by import By
+
+    driver.get(f"{server}/sokoban.html")
+    verified = _visible_rows(driver, "board")
+    assert len(verified) == 1 and "replay-verified" in verified[0].text
+    others = _visible_rows(driver, "board-other")
+    assert others and all("verified" not in r.find_elements(By.TAG_NAME, "td")[5].text for r in others)
+    assert verified[0].find_element(By.CSS_SELECTOR, "a.log-link").text == "Sokoban-v0.jsonl.gz"
 
 
 def test_sorting_by_columns(driver, server):
     from selenium.webdriver.common.by import By
 
     driver.get(f"{server}/alfworld-eval.html")
-    headers = driver.find_elements(By.CSS_SELECTOR, "#board thead th")
+    headers = driver.find_elements(By.CSS_SELECTOR, "#board-other thead th")
     names = [h.text for h in headers]
     look = names.index("Look")
     headers[look].click()  # numbers: best first
-    values = [float(v.split("±")[0]) for v in _column(driver, look) if v]
+    values = [float(v.split("±")[0]) for v in _column(driver, look, "board-other") if v]
     assert values == sorted(values, reverse=True) and values[0] == 88.6
     headers[look].click()  # second click flips
-    values = [float(v.split("±")[0]) for v in _column(driver, look) if v]
+    values = [float(v.split("±")[0]) for v in _column(driver, look, "board-other") if v]
     assert values == sorted(values)
-    assert _column(driver, look)[-1] == ""  # rows without the column stay last either way
+    assert _column(driver, look, "board-other")[-1] == ""  # rows without the column stay last either way
     headers[names.index("Model")].click()
-    models = _column(driver, names.index("Model"))
+    models = _column(driver, names.index("Model"), "board-other")
     assert models == sorted(models, key=str.lower)
 
 
@@ -123,18 +162,20 @@ def test_filters_by_size_type_and_source(driver, server):
     from selenium.webdriver.support.ui import Select
 
     driver.get(f"{server}/alfworld-eval.html")
-    total = len(_visible_rows(driver))
+    total = len(_visible_rows(driver, "board-other"))
     Select(driver.find_element(By.ID, "filter-size")).select_by_value("small")
-    assert set(_column(driver, 2)) == {"Qwen2.5-1.5B-Instruct"}
+    assert set(_column(driver, 2, "board-other")) == {"Qwen2.5-1.5B-Instruct"}
     Select(driver.find_element(By.ID, "filter-type")).select_by_value("Prompting")
-    assert sorted(_column(driver, 1)) == ["ReAct", "Reflexion"]
+    assert sorted(_column(driver, 1, "board-other")) == ["ReAct", "Reflexion"]
     assert driver.find_element(By.ID, "shown").text == f"2 of {total} rows"
     Select(driver.find_element(By.ID, "filter-size")).select_by_value("unknown")
-    assert sorted(_column(driver, 2)) == ["GPT-4o (closed)", "Gemini-2.5-Pro (closed)"]
+    assert sorted(_column(driver, 2, "board-other")) == ["GPT-4o (closed)", "Gemini-2.5-Pro (closed)"]
     Select(driver.find_element(By.ID, "filter-type")).select_by_value("")
     Select(driver.find_element(By.ID, "filter-size")).select_by_value("")
-    Select(driver.find_element(By.ID, "filter-source")).select_by_value("verified")
-    assert _visible_rows(driver) == []
+    Select(driver.find_element(By.ID, "filter-source")).select_by_value("rerun-verified")
+    assert _visible_rows(driver, "board-other") == [] and _visible_rows(driver, "board") == []
+    Select(driver.find_element(By.ID, "filter-source")).select_by_value("reported")
+    assert len(_visible_rows(driver, "board-other")) == total
 
 
 def test_viewer_steps_through_an_episode_and_escapes_names(driver, server):
@@ -177,3 +218,30 @@ def test_site_works_from_file_urls(driver, site):
     headers = driver.find_elements(By.CSS_SELECTOR, "#board thead th")
     headers[[h.text for h in headers].index("Success")].click()
     assert _column(driver, 6)[0] == "100.0"
+
+
+def save_front_page_png(site: Path, png: Path, width: int = 1280, height: int = 1600) -> Path:
+    """Screenshot the built front page in headless Chromium (what leaderboards/README.md shows)."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"):
+        opts.add_argument(flag)
+    opts.add_argument(f"--window-size={width},{height}")
+    drv = webdriver.Chrome(service=Service(CHROMEDRIVER), options=opts)
+    try:
+        drv.get((site / "index.html").resolve().as_uri())
+        drv.save_screenshot(str(png))
+    finally:
+        drv.quit()
+    return png
+
+
+if (
+    __name__ == "__main__"
+):  # python -m tests.leaderboard.test_site_browser leaderboards/site leaderboards/site-front-page.png
+    import sys
+
+    print(save_front_page_png(Path(sys.argv[1]), Path(sys.argv[2])))

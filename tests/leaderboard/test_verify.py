@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.leaderboard.submission import Limits
+from agentgym.leaderboard.archive import Limits
 from agentgym.leaderboard.verify import verify
 from tests.leaderboard.conftest import load, save
 
