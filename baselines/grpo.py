@@ -1,13 +1,20 @@
 """GRPO for multi-turn agents (Shao et al. 2024, "DeepSeekMath", arXiv 2402.03300; verl-agent's multi-turn form).
 
-What differs from PPO: no critic. Each task is played by a group of G episodes (``group_size``); an
-episode's advantage is its return normalised within its group,
+What differs from PPO: no critic. Each task is played by a group of G episodes (``group_size``). As
+verl-agent (the source of the GiGPO/SAPO table rows), every turn is one training row whose score is its
+episode's reward minus that turn's invalid-action penalty,
 
-    A_i = (R_i - mean_G(R)) / (std_G(R) + 1e-6),
+    s_row = R_episode - 0.1 * invalid(turn),
 
-and is copied to every turn and every response token of that episode. The loss is PPO-clip on token
-ratios, token-mean aggregated over the batch, plus beta * low-variance KL to the reference model and
-minus an entropy bonus (verl-agent's GRPO settings in the GiGPO/SAPO table).
+and the row's advantage is its score normalised over *all rows* of its group (verl-agent
+``compute_mean_std_cross_all_data=True``, so longer episodes weigh more in the statistics),
+
+    A_row = (s_row - mean_rows(s)) / (std_rows(s) + 1e-6),
+
+copied to every response token of the row. ``episode_advantage="episodes"`` keeps the textbook form:
+one summed return per episode, normalised over the group's G episodes, copied to all its turns. The
+loss is PPO-clip on token ratios, token-mean aggregated over the batch, plus beta * low-variance KL to
+the reference model and minus an entropy bonus (verl-agent's GRPO settings in the GiGPO/SAPO table).
 
 Run: ``python baselines/grpo.py --config baselines/configs/grpo_alfworld_qwen2.5-1.5b.yaml``
 """
@@ -27,7 +34,11 @@ from agentgym.rl.batch import TurnBatch, broadcast_turn_values
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
 from agentgym.rl.losses import low_var_kl, masked_sum, ppo_clip_loss
+from agentgym.rl.rewards import step_row_scores
 from agentgym.rl.trainer import Trainer
+
+#: ``episode_advantage`` values: verl-agent's per-row scores and statistics, or one return per episode.
+EPISODE_ADVANTAGE_MODES = ("rows", "episodes")
 
 
 @dataclass
@@ -36,6 +47,10 @@ class Args(BaseArgs):
 
     norm_adv_by_std: bool = True
     """divide by the group's std (GRPO); False gives Dr.GRPO-style mean-centring only"""
+    episode_advantage: str = "rows"
+    """``rows``: each turn row scored episode reward - penalty(turn), mean/std over all rows of the group
+    (verl-agent ``compute_mean_std_cross_all_data=True``); ``episodes``: one summed return per episode,
+    mean/std over the group's G episodes"""
     distributed: str = "ddp"
     """multi-GPU strategy under torchrun: ddp (replicated) or fsdp (decoder layers sharded)"""
 
@@ -66,17 +81,61 @@ def grpo_advantages(returns: torch.Tensor, group_size: int, *, norm_by_std: bool
     return adv.view(-1)
 
 
+def row_advantages(scores: torch.Tensor, groups: list, *, norm_by_std: bool = True, eps: float = 1e-6):
+    """Row scores normalised over all rows of their group (verl-agent ``compute_mean_std_cross_all_data``).
+
+    Args:
+        scores: ``(N,)`` one score per turn row.
+        groups: ``(N,)`` hashable group (task) label of each row.
+
+    Returns:
+        ``(N,)`` ``(s - mean_group) / (std_group + eps)`` (std unbiased); a group with a single row uses mean 0
+        and std 1, as verl-agent.
+    """
+    out = scores.clone()
+    for rows in group_members(groups).values():
+        vals = scores[rows]
+        if len(rows) == 1:
+            mean, std = scores.new_tensor(0.0), scores.new_tensor(1.0)
+        else:
+            mean, std = vals.mean(), vals.std()
+        out[rows] = (vals - mean) / (std + eps) if norm_by_std else vals - mean
+    return out
+
+
+def group_members(groups: list) -> dict:
+    """Row indices of each group label, in first-seen order."""
+    members: dict = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    return members
+
+
+def check_episode_advantage(mode: str) -> None:
+    if mode not in EPISODE_ADVANTAGE_MODES:
+        raise ValueError(
+            f"unknown episode_advantage {mode!r}: use 'rows' (verl-agent, the table configs) or 'episodes'"
+        )
+
+
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
-    """Episode advantages broadcast to every turn and response token of the episode."""
+    """Group-normalised advantages on every response token (per row, or per episode: ``episode_advantage``)."""
+    a = trainer.args
+    mode = getattr(a, "episode_advantage", "rows")
+    check_episode_advantage(mode)
     rets = episode_returns(batch)
-    n = max(rets) + 1
-    returns = torch.tensor([rets.get(e, 0.0) for e in range(n)])
-    adv = grpo_advantages(returns, trainer.args.group_size, norm_by_std=trainer.args.norm_adv_by_std)
-    per_turn = [float(adv[m["episode"]]) for m in batch.meta]
+    returns = torch.tensor([rets.get(e, 0.0) for e in range(max(rets) + 1)])
+    if mode == "rows":
+        scores = torch.tensor(step_row_scores(batch.meta, a.invalid_penalty))
+        adv_rows = row_advantages(scores, [m["group"] for m in batch.meta], norm_by_std=a.norm_adv_by_std)
+        per_turn = adv_rows.tolist()
+    else:
+        adv = grpo_advantages(returns, a.group_size, norm_by_std=a.norm_adv_by_std)
+        per_turn = [float(adv[m["episode"]]) for m in batch.meta]
     batch["advantages"] = broadcast_turn_values(per_turn, batch["completion_mask"])  # (B, T)
     return {
-        "adv/mean_abs": float(adv.abs().mean()),
-        "adv/groups_all_equal": float(_frac_flat_groups(returns, trainer.args.group_size)),
+        "adv/mean_abs": float(torch.tensor(per_turn).abs().mean()),
+        "adv/groups_all_equal": float(_frac_flat_groups(returns, a.group_size)),
     }
 
 

@@ -6,8 +6,66 @@ import pytest
 import torch
 
 from agentgym.rl.batch import build_batch
+from agentgym.rl.rewards import step_row_scores
 from agentgym.rl.testing import learning_run, smoke_and_resume
 from baselines import grpo
+
+# One ALFWorld-like group of two episodes (shaped rewards: 10 x success, -0.1 per invalid turn).
+# Episode 0: invalid turn, valid turn, success -> rewards -0.1, 0, 10. Episode 1: valid, invalid -> 0, -0.1.
+GROUP_META = [
+    {"episode": 0, "group": 0, "t": 0, "reward": -0.1, "valid": False},
+    {"episode": 0, "group": 0, "t": 1, "reward": 0.0, "valid": True},
+    {"episode": 0, "group": 0, "t": 2, "reward": 10.0, "valid": True},
+    {"episode": 1, "group": 0, "t": 0, "reward": 0.0, "valid": True},
+    {"episode": 1, "group": 0, "t": 1, "reward": -0.1, "valid": False},
+]
+# verl-agent: every row carries the episode reward (10 / 0) minus its own turn's penalty
+GROUP_ROW_SCORES = [9.9, 10.0, 10.0, 0.0, -0.1]
+
+
+def _trainer(**kw):
+    args = type("A", (), {"group_size": 2, "norm_adv_by_std": True, "invalid_penalty": 0.1, **kw})
+    return type("T", (), {"args": args})
+
+
+def _batch(meta):
+    return build_batch([[1, 2]] * len(meta), [[5, 6]] * len(meta), pad_id=0, meta=[dict(m) for m in meta])
+
+
+def test_step_row_scores_are_episode_reward_minus_own_penalty():
+    assert step_row_scores(GROUP_META, 0.1) == pytest.approx(GROUP_ROW_SCORES)
+    # the old episode-level score summed penalties over the episode: 9.9 and -0.1 for every row
+    assert grpo.episode_returns(_batch(GROUP_META)) == pytest.approx({0: 9.9, 1: -0.1})
+
+
+def test_grpo_row_advantages_use_all_rows_of_the_group():
+    s = torch.tensor(GROUP_ROW_SCORES)
+    adv = grpo.row_advantages(s, [0] * 5)
+    torch.testing.assert_close(adv, (s - s.mean()) / (s.std() + 1e-6))
+    # a group with one row: mean 0, std 1 (verl-agent); groups do not mix
+    torch.testing.assert_close(
+        grpo.row_advantages(torch.tensor([3.0, 1.0, 2.0]), [0, 1, 1]).tolist()[0], 3.0 / (1 + 1e-6)
+    )
+    torch.testing.assert_close(
+        grpo.row_advantages(torch.tensor([3.0, 1.0, 2.0]), [0, 1, 1], norm_by_std=False),
+        torch.tensor([3.0, -0.5, 0.5]),
+    )
+
+
+def test_grpo_compute_advantages_rows_vs_episodes():
+    s = torch.tensor(GROUP_ROW_SCORES)
+    batch = _batch(GROUP_META)
+    grpo.compute_advantages(_trainer(episode_advantage="rows"), batch)
+    expected = ((s - s.mean()) / (s.std() + 1e-6)).tolist()
+    torch.testing.assert_close(batch["advantages"][:, 0], torch.tensor(expected))
+    # rows of one episode differ when only one of them was invalid
+    assert batch["advantages"][0, 0] < batch["advantages"][1, 0]
+    batch = _batch(GROUP_META)
+    grpo.compute_advantages(_trainer(episode_advantage="episodes"), batch)
+    a = 10.0 / (torch.tensor([9.9, -0.1]).std() + 1e-6)  # returns 9.9 / -0.1: mean 4.9
+    torch.testing.assert_close(batch["advantages"][:, 0], torch.tensor([a / 2, a / 2, a / 2, -a / 2, -a / 2]))
+    with pytest.raises(ValueError, match="episode_advantage"):
+        grpo.compute_advantages(_trainer(episode_advantage="steps"), _batch(GROUP_META))
 
 
 def test_grpo_advantages_match_hand_computation():
@@ -29,6 +87,7 @@ def test_grpo_advantage_is_broadcast_to_every_turn_and_token_of_the_episode():
         class args:
             group_size = 2
             norm_adv_by_std = True
+            episode_advantage = "episodes"
 
     # episode 0 has two turns (rewards 0 then 1 -> return 1), episode 1 one turn (return 0)
     meta = [
