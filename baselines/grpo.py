@@ -154,6 +154,7 @@ def clipped_policy_loss(a, per_token_logps: torch.Tensor, mb: TurnBatch, mask: t
         epsilon_low=a.epsilon_low,
         epsilon_high=a.epsilon_high,
         normalizer=normalizer,
+        clip_ratio_c=getattr(a, "clip_ratio_c", None),
     )
 
 
@@ -187,6 +188,8 @@ def policy_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float)
         "losses/approx_kl": stats["approx_kl"],
         "losses/clipfrac": stats["clipfrac"],
     }
+    if "clipfrac_lower" in stats:
+        result["losses/clipfrac_lower"] = stats["clipfrac_lower"]
     loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, n_tokens)
     # stats are reported per micro-batch token mean; rescale the summed pieces back to that scale
     scale = n_tokens / max(float(mask.sum()), 1.0)

@@ -54,7 +54,9 @@ class Args:
     task_split: str | None = None
     """``options["split"]`` for training tasks (ALFWorld ``train``); None: seeds only"""
     val_split: str | None = None
-    """``options["split"]`` for validation tasks"""
+    """``options["split"]`` for validation tasks (logged as ``val/success_rate``, the headline)"""
+    val_extra_splits: list[str] = field(default_factory=list)
+    """more validation splits, each logged as ``val/<split>/success_rate`` (ALFWorld tables: ``valid_unseen``)"""
     num_tasks: int = 4
     """tasks per iteration (paper: 16; PPO 128)"""
     group_size: int = 4
@@ -107,6 +109,8 @@ class Args:
     """PPO clip, lower (paper: 0.2)"""
     epsilon_high: float = 0.2
     """PPO clip, upper (paper: 0.2)"""
+    clip_ratio_c: float | None = None
+    """dual-clip cap of the ratio on negative-advantage tokens (verl's default 3.0); None: plain PPO-clip"""
     beta: float = 0.01
     """KL(pi || ref) loss coefficient, low-variance KL (paper: 0.01); 0 skips the reference model"""
     entropy_coef: float = 0.001

@@ -471,17 +471,24 @@ class Trainer:
     # -- validation ------------------------------------------------------------------------------------
     @torch.no_grad()
     def validate(self) -> dict[str, float]:
+        """``val/success_rate`` on ``val_split`` (the headline) and ``val/<split>/success_rate`` on each extra split."""
+        out = {"val/success_rate": self._validate_split(self.args.val_split)}
+        for split in getattr(self.args, "val_extra_splits", None) or []:
+            out[f"val/{split}/success_rate"] = self._validate_split(split)
+        return out
+
+    def _validate_split(self, split: str | None) -> float:
         a = self.args
         # With a split, validation plays its first val_tasks games in order (ALFWorld/WebShop take {"split", "index"}),
         # so every validation covers the same fixed tasks; without one, fixed seeds.
         tasks = [
-            EpisodeSpec(seed=10_000_000 + i, options={"split": a.val_split, "index": i} if a.val_split else None)
+            EpisodeSpec(seed=10_000_000 + i, options={"split": split, "index": i} if split else None)
             for i in range(a.val_tasks)
         ]
         tasks = tasks[self.dist.rank :: self.dist.world_size]
         rb = self.rollout(tasks, group_size=1, temperature=a.val_temperature, seed=a.seed + 7)
         succ = [s for part in all_gather_objects(rb.episode_success(), self.dist) for s in part]
-        return {"val/success_rate": float(np.mean(succ)) if succ else 0.0}
+        return float(np.mean(succ)) if succ else 0.0
 
     # -- checkpoints -----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

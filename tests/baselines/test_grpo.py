@@ -119,3 +119,65 @@ def test_grpo_learns_echo_bandit(tmp_path):
     )
     assert out["start"] < 0.6
     assert out["val"] >= 0.8
+
+
+def test_validation_logs_the_headline_split_and_each_extra_split(tmp_path):
+    from agentgym.rl.testing import tiny_echo_args
+    from agentgym.rl.trainer import Trainer
+
+    args = tiny_echo_args(grpo.Args, tmp_path / "val", val_split="valid_seen", val_extra_splits=["valid_unseen"])
+    args.val_tasks = 3
+    trainer = Trainer(args, algo="grpo")
+    played = []
+    real_rollout = trainer.rollout
+
+    def spy(tasks, **kw):
+        played.append([t.options for t in tasks])
+        return real_rollout(tasks, **kw)
+
+    trainer.rollout = spy
+    out = trainer.validate()
+    assert set(out) == {"val/success_rate", "val/valid_unseen/success_rate"}
+    assert all(0.0 <= v <= 1.0 for v in out.values())
+    assert played == [
+        [{"split": "valid_seen", "index": i} for i in range(3)],
+        [{"split": "valid_unseen", "index": i} for i in range(3)],
+    ]
+
+
+def test_dual_clip_caps_negative_advantage_tokens_at_c():
+    from agentgym.rl.losses import dual_clip, ppo_clip_loss
+
+    # ratios 5 and 2 with A = -1: PPO-clip loss r * 1 = 5 and 2; dual clip (c = 3) caps the first at 3.
+    # A = +1 with ratio 5: clipped at 1 + eps, loss -1.2, untouched by the dual clip.
+    old = torch.zeros(1, 3)
+    new = torch.log(torch.tensor([[5.0, 2.0, 5.0]]))
+    adv = torch.tensor([[-1.0, -1.0, 1.0]])
+    mask = torch.ones(1, 3)
+    plain, _ = ppo_clip_loss(new, old, adv, mask)
+    torch.testing.assert_close(plain, torch.tensor((5.0 + 2.0 - 1.2) / 3))
+    dual, stats = ppo_clip_loss(new, old, adv, mask, clip_ratio_c=3.0)
+    torch.testing.assert_close(dual, torch.tensor((3.0 + 2.0 - 1.2) / 3))
+    torch.testing.assert_close(stats["clipfrac_lower"], torch.tensor(1 / 3))
+    # the capped token passes no gradient (its loss is the constant -c A)
+    new.requires_grad_(True)
+    ppo_clip_loss(new, old, adv, mask, clip_ratio_c=3.0)[0].backward()
+    assert new.grad[0, 0] == 0 and new.grad[0, 1] != 0
+    torch.testing.assert_close(
+        dual_clip(torch.tensor([4.0, -2.0]), torch.tensor([-1.0, 2.0]), 3.0), torch.tensor([3.0, -2.0])
+    )
+    with pytest.raises(ValueError, match="clip_ratio_c"):
+        dual_clip(torch.zeros(1), torch.zeros(1), 1.0)
+
+
+def test_table_clip_ratio_c_reaches_the_policy_loss():
+    class A:
+        epsilon_low = epsilon_high = 0.2
+        clip_ratio_c = 3.0
+
+    mb = {"old_per_token_logps": torch.zeros(1, 1), "advantages": torch.tensor([[-1.0]])}
+    loss, stats = grpo.clipped_policy_loss(A, torch.log(torch.tensor([[10.0]])), mb, torch.ones(1, 1), 1.0)
+    torch.testing.assert_close(loss, torch.tensor(3.0))
+    A.clip_ratio_c = None
+    loss, _ = grpo.clipped_policy_loss(A, torch.log(torch.tensor([[10.0]])), mb, torch.ones(1, 1), 1.0)
+    torch.testing.assert_close(loss, torch.tensor(10.0))
