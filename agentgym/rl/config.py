@@ -122,6 +122,12 @@ class Args:
     """validation tasks (paper: 128)"""
     val_temperature: float = 0.4
     """validation sampling temperature (paper: 0.4)"""
+    val_group_size: int = 1
+    """episodes per validation task, success averaged over all of them (ERL's scripts: val_kwargs.n=4)"""
+    val_top_p: float | None = None
+    """nucleus mass of validation sampling; None: ``top_p`` (ERL's scripts: 0.8)"""
+    val_top_k: int = 0
+    """top-k of validation sampling; 0: no cut (ERL's scripts: 20)"""
     save_every: int = 1
     """checkpoint every N iterations (0: only at the end)"""
     resume: bool = False

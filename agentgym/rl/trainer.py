@@ -235,7 +235,8 @@ class Trainer:
         if self._pool is None:
             from agentgym.envpool import EnvPool
 
-            n = max(self.tasks_per_rank * self.args.group_size, self.args.val_tasks if self.args.val_every else 0)
+            val_n = self.args.val_tasks * max(1, getattr(self.args, "val_group_size", 1))
+            n = max(self.tasks_per_rank * self.args.group_size, val_n if self.args.val_every else 0)
             self._pool = EnvPool(
                 self.args.env_id,
                 n,
@@ -272,8 +273,13 @@ class Trainer:
         seed: int,
         hooks: Sequence[Any] = (),
         build_kwargs: Callable[..., dict[str, Any]] | None = None,
+        top_p: float | None = None,
+        top_k: int = 0,
     ):
-        """``collect_rollouts`` with the run's settings; ``hooks``/``build_kwargs`` are passed through."""
+        """``collect_rollouts`` with the run's settings; ``hooks``/``build_kwargs`` are passed through.
+
+        ``top_p`` None uses ``args.top_p``; ``top_k`` 0 means no top-k cut (validation may set both).
+        """
         from agentgym.rl.rollout import collect_rollouts
 
         a = self.args
@@ -289,7 +295,8 @@ class Trainer:
             max_prompt_tokens=a.max_prompt_tokens,
             max_new_tokens=a.max_new_tokens,
             temperature=temperature,
-            top_p=a.top_p,
+            top_p=a.top_p if top_p is None else top_p,
+            top_k=top_k,
             return_logprobs=False,  # recomputed by score() with the training forward
             suppress_token_ids=self.exclude_ids or None,
             env_kwargs=a.env_kwargs or None,
@@ -486,7 +493,14 @@ class Trainer:
             for i in range(a.val_tasks)
         ]
         tasks = tasks[self.dist.rank :: self.dist.world_size]
-        rb = self.rollout(tasks, group_size=1, temperature=a.val_temperature, seed=a.seed + 7)
+        rb = self.rollout(
+            tasks,
+            group_size=max(1, getattr(a, "val_group_size", 1)),
+            temperature=a.val_temperature,
+            top_p=getattr(a, "val_top_p", None),
+            top_k=getattr(a, "val_top_k", 0),
+            seed=a.seed + 7,
+        )
         succ = [s for part in all_gather_objects(rb.episode_success(), self.dist) for s in part]
         return float(np.mean(succ)) if succ else 0.0
 
