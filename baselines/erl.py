@@ -21,10 +21,12 @@ iteration is an experience -> reflection -> consolidation loop.
 Two reflection forms (``reflection_form``, see ``agentgym/prompts/reflection.py``):
 ``in_context`` (the paper's description; D is placed before the current turn,
 ``PromptTemplate.build(..., reflection=D)``) and ``rulebook`` (the authors' code, ``ErlSokobanWorkflow`` +
-``ErlPromptUpdater``: D is a rewritten system prompt, ``build(..., system=D)``). As in the authors' code,
-only failed tasks are re-run, and the memory holds one item (their ``last_improved_prompt``). One
-difference: the authors write one rulebook per minibatch from up to 8 attempts; here every failed attempt
-gets its own reflection (the paper's algorithm), so reflections have GRPO groups of their own.
+``ErlPromptUpdater``: D is a rewritten system prompt, ``build(..., system=D)``). The table configs use
+``rulebook``, the form the authors' code trains; ``in_context`` is the ablation. As in the authors' code,
+only failed tasks are re-run, and the memory holds one item (their ``last_improved_prompt``). Their updater
+can write one rulebook from a minibatch of up to 8 attempts, but their flow scripts run with a batch of 1
+(``ERL_SOKOBAN_BATCH_SIZE`` / ``ERL_BATCH_SIZE`` default 1, ``train_erl_*_flow.py``), so each rulebook
+comes from one failed attempt, as every reflection does here (the paper's algorithm).
 
 Ablations (the paper's, and the authors' flags): ``no_memory`` (m is never shown), ``no_reflection`` (the
 second attempt sees the raw first attempt and feedback instead of a model-written reflection; nothing

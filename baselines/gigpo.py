@@ -7,11 +7,15 @@ The joint advantage of a turn is
 
     A = A_episode + omega * A_step       (omega = 1)
 
-* episode level: ``(R_i - mean) / (std + eps)`` over the group ("w/ std", ``mode="mean_std_norm"``) or
-  ``R_i - mean`` ("w/o std", ``mode="mean_norm"``). As verl-agent (``compute_mean_std_cross_steps=True``),
-  the mean/std are taken over the group's *turn rows* (each row carries its episode's return), so longer
-  episodes weigh more; a group of one has mean 0, std 1.
-* step level: same normalisation over the step group; a singleton step group gets 0 (its own mean).
+* episode level: ``(s - mean) / (std + eps)`` over the group ("w/ std", ``mode="mean_std_norm"``) or
+  ``s - mean`` ("w/o std", ``mode="mean_norm"``). As verl-agent (``episode_norm_reward`` with
+  ``compute_mean_std_cross_all_data=True``), each turn row's score is its episode's reward minus that turn's
+  invalid-action penalty and the mean/std are taken over the group's turn rows, so longer episodes weigh
+  more; a group of one has mean 0, std 1. ``episode_advantage="episodes"``: one summed shaped return per
+  episode, mean/std over the G episodes (verl-agent's ``compute_mean_std_cross_all_data=False``).
+* step level: same normalisation over the step group, on ``R_t`` built from the shaped turn rewards
+  (``10 x success`` minus the turn's penalty, verl-agent's penalised ``step_rewards``); a singleton step
+  group gets 0 (its own mean).
 
 Actor loss as GRPO. Run: ``python baselines/gigpo.py --config baselines/configs/gigpo_std_alfworld_qwen2.5-1.5b.yaml``
 """
@@ -28,10 +32,12 @@ if __package__ in (None, ""):
 
 import torch
 
+from agentgym.rl.advantages import check_episode_advantage, grpo_advantages
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
 from agentgym.rl.losses import episode_returns, policy_loss
+from agentgym.rl.rewards import step_row_scores
 from agentgym.rl.trainer import Trainer
 
 
@@ -45,6 +51,9 @@ class Args(BaseArgs):
     """discount of step returns (paper: 0.95)"""
     step_advantage_w: float = 1.0
     """omega, weight of the step-level advantage (paper: 1)"""
+    episode_advantage: str = "rows"
+    """episode level: ``rows`` (verl-agent: turn rows scored episode reward - penalty(turn), statistics over all
+    rows of the group) or ``episodes`` (summed episode returns, statistics over the G episodes)"""
     distributed: str = "ddp"
     """multi-GPU strategy under torchrun: ddp or fsdp"""
 
@@ -115,19 +124,30 @@ def gigpo_advantages(
 
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     a = trainer.args
+    mode = getattr(a, "episode_advantage", "rows")
+    check_episode_advantage(mode)
     rets = episode_returns(batch)
     step_ret = [0.0] * len(batch)
     for rows in episode_groups(batch.meta).values():
         for i, r in zip(rows, discounted_step_returns([batch.meta[i]["reward"] for i in rows], a.gamma)):
             step_ret[i] = r
+    if mode == "rows":
+        row_score = torch.tensor(step_row_scores(batch.meta, a.invalid_penalty))
+    else:
+        row_score = torch.tensor([rets[m["episode"]] for m in batch.meta])
     joint, a_ep, a_step = gigpo_advantages(
-        torch.tensor([rets[m["episode"]] for m in batch.meta]),
+        row_score,
         torch.tensor(step_ret),
         [m["group"] for m in batch.meta],
         [m["observation"] for m in batch.meta],
         mode=a.mode,
         step_advantage_w=a.step_advantage_w,
     )
+    if mode == "episodes":  # statistics over the G episodes, not over rows
+        returns = torch.tensor([rets.get(e, 0.0) for e in range(max(rets) + 1)])
+        a_ep_epi = grpo_advantages(returns, a.group_size, norm_by_std=a.mode == "mean_std_norm")
+        a_ep = torch.tensor([float(a_ep_epi[m["episode"]]) for m in batch.meta])
+        joint = a_ep + a.step_advantage_w * a_step
     batch["advantages"] = broadcast_turn_values(joint.tolist(), batch["completion_mask"])
     n_groups = len({(m["group"], m["observation"]) for m in batch.meta})
     return {

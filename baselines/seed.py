@@ -3,9 +3,9 @@
 What differs from GRPO (``baselines/grpo.py``; its advantages come from ``agentgym.rl.advantages``):
 
 * **lessons** -- after each episode the frozen previous policy (the weights that sampled it) reads its
-  own transcript and answers a JSON-only analyser prompt: on success a workflow (the core decision rule
-  and action order), on failure avoidance rules (the core mistake and its warning signs), condensed into
-  one short lesson (``agentgym/prompts/lesson.py``). The lesson writer is an episode-end hook
+  own transcript and answers a JSON-only analyser prompt with the paper's fields ``episode_summary`` (on
+  success the decision rule and action order, on failure the core mistake and its warning signs) and
+  ``episode_skill``, the short reusable lesson (``agentgym/prompts/lesson.py``). The lesson writer is an episode-end hook
   (``agentgym.rl.hooks.LessonWriter``), so each lesson is logged with its episode (``Episode.extras``);
   malformed JSON is retried, then the episode keeps no lesson (counted in ``seed/lesson_parse_failures``).
 * **teacher / student** -- the teacher is the same model with the lesson inserted into the task prompt
@@ -16,10 +16,12 @@ What differs from GRPO (``baselines/grpo.py``; its advantages come from ``agentg
   lesson). Total L = L_GRPO + lambda_opd * L_opd, lambda_opd = 0.01 (the paper's values; KL 0.01, group 8,
   lr 1e-6, 150 updates, invalid penalty 0.1, gamma 0.95 are in the configs).
 * **SFT stage** -- the paper's headline result first fine-tunes on lesson-annotated trajectories
-  (180 tasks x 8 rollouts); without it the ablation scores 86.0 instead of 91.8 (Qwen2.5-3B, ALFWorld).
-  Our reading of "lesson-annotated trajectories" (the exact SFT targets are not in our sources): the
-  successful trajectories' turns in the lesson-conditioned prompt, plus the analyser chats with their
-  parsed lessons as targets, trained with token-mean NLL before RL starts. ``no_sft`` skips it.
+  (180 tasks x 8 rollouts, 3 epochs); without it the ablation scores 86.0 instead of 91.8 (Qwen2.5-3B,
+  ALFWorld). As the paper, the SFT rows teach trajectory -> lesson: the analyser chat (the episode's
+  transcript) with the ``{"episode_summary", "episode_skill"}`` object as target, token-mean NLL before RL
+  starts. The lessons may come from an external analyser model (``analyser_model``, e.g. a larger
+  instruct model; None: the policy itself). ``sft_on_trajectories`` adds the successful turns under their
+  lesson-conditioned prompt (action-under-lesson rows, off by default). ``no_sft`` skips the stage.
 
 Ablations: ``no_sft``, ``no_gate`` (g = 1). ``train_fraction`` < 1 trains on a fixed subset of the
 training tasks (the paper's data-efficiency run uses 60%).
@@ -70,13 +72,17 @@ class Args(GroupArgs):
     sft_group_size: int = 2
     """rollouts per SFT task (paper: 8)"""
     sft_epochs: int = 1
-    """passes over the SFT rows"""
+    """passes over the SFT rows (paper: 3)"""
     sft_learning_rate: float | None = None
     """learning rate of the SFT stage; None: ``learning_rate``"""
-    sft_on_trajectories: bool = True
-    """SFT on successful turns in the lesson-conditioned prompt"""
     sft_on_analysis: bool = True
-    """SFT on analyser chats with the parsed lesson (JSON) as target"""
+    """SFT on trajectory -> lesson: analyser chats with the ``episode_summary``/``episode_skill`` JSON as target
+    (the paper's SFT)"""
+    sft_on_trajectories: bool = False
+    """option: also SFT on successful turns in the lesson-conditioned prompt (action-under-lesson rows)"""
+    analyser_model: str | None = None
+    """HF id or folder of an external model that writes the SFT stage's lessons (``tiny``: a tiny random
+    model); None: the policy writes them. RL-time lessons always come from the policy (self-distillation)"""
     lesson_max_new_tokens: int = 256
     """length cap of an analyser reply"""
     lesson_temperature: float | None = None
@@ -193,11 +199,36 @@ class SeedTrainer(Trainer):
         self._writer = self.open_episode_log(args.log_episodes)  # closed by Trainer.fit
         then = [self._writer] if self._writer is not None else []
         self.lesson_writer = LessonWriter(analyse, max_retries=args.lesson_max_retries, then=then)
+        self.sft_analyse = None  # the external analyser of the SFT stage (None: the policy's own)
+        if args.analyser_model and not args.no_sft and not self.sft_done:
+            self.sft_analyse = self._external_analyser()
         self.task_subset: list[int] | None = None
         if args.num_train_tasks:
             k = max(1, int(args.train_fraction * args.num_train_tasks))
             # a fixed subset, drawn once from the run seed (the same subset on resume)
             self.task_subset = sorted(np.random.default_rng(args.seed).permutation(args.num_train_tasks)[:k].tolist())
+
+    def _external_analyser(self):
+        """A chat analyser on ``args.analyser_model`` (loaded like the policy, never trained)."""
+        import dataclasses
+
+        from agentgym.models.generation import HFGenerator
+        from agentgym.rl.trainer import load_policy
+
+        a = self.args
+        model, tokenizer = load_policy(dataclasses.replace(a, model=a.analyser_model, seed=a.seed + 1), self.device)
+        model.eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        self.analyser_model = model
+        return chat_analyser(
+            HFGenerator(model, tokenizer),
+            tokenizer,
+            max_new_tokens=a.lesson_max_new_tokens,
+            temperature=a.temperature if a.lesson_temperature is None else a.lesson_temperature,
+            max_prompt_tokens=a.lesson_max_prompt_tokens,
+            seed=a.seed * 37,
+        )
 
     def _template(self):
         if self.args.prompt_style == "bare":
@@ -291,7 +322,13 @@ class SeedTrainer(Trainer):
                 seed = ep.extras.get("seed", {})
                 if not seed.get("lesson"):
                     continue
-                target = json.dumps({"outcome": seed["outcome"], **seed["fields"], "lesson": seed["lesson"]})
+                fields = seed.get("fields") or {}
+                target = json.dumps(
+                    {
+                        "episode_summary": fields.get("episode_summary", ""),
+                        "episode_skill": fields.get("episode_skill") or seed["lesson"],
+                    }
+                )
                 eos = self.tokenizer.eos_token or ""
                 prompts.append(encode_chat(self.tokenizer, build_lesson_messages(ep), a.lesson_max_prompt_tokens))
                 responses.append(list(self.tokenizer(target + eos, add_special_tokens=False)["input_ids"]))
@@ -303,15 +340,23 @@ class SeedTrainer(Trainer):
         prompts, responses = [], []
         n_eps = n_succ = 0
         done = 0
-        while done < a.sft_tasks:
-            tasks = self.next_tasks()[: a.sft_tasks - done]
-            rb = self.play(tasks, group_size=a.sft_group_size, seed=a.seed * 104_723 + done)
-            p, r = self.sft_rows(rb)
-            prompts += p
-            responses += r
-            n_eps += len(rb.episodes)
-            n_succ += sum(rb.episode_success())
-            done += len(tasks)
+        own_analyse = self.lesson_writer.analyse
+        if self.sft_analyse is not None:  # the external analyser writes the SFT lessons
+            self.lesson_writer.analyse = self.sft_analyse
+        try:
+            while done < a.sft_tasks:
+                tasks = self.next_tasks()[: a.sft_tasks - done]
+                rb = self.play(tasks, group_size=a.sft_group_size, seed=a.seed * 104_723 + done)
+                p, r = self.sft_rows(rb)
+                prompts += p
+                responses += r
+                n_eps += len(rb.episodes)
+                n_succ += sum(rb.episode_success())
+                done += len(tasks)
+        finally:
+            self.lesson_writer.analyse = own_analyse
+            self.sft_analyse = None
+            self.analyser_model = None  # frees the external model: RL-time lessons are the policy's
         stats = {
             "sft/episodes": float(n_eps),
             "sft/success_rate": n_succ / max(n_eps, 1),

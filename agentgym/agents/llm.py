@@ -155,8 +155,9 @@ class HFChat:
         top_p: float = 1.0,
         stop: Sequence[str] | None = None,
         seed: int | None = None,
+        top_k: int = 0,
     ) -> list[ChatResult]:
-        """Complete every chat in one batched generation."""
+        """Complete every chat in one batched generation (``top_k`` 0: no top-k cut)."""
         prompts, cut = [], []
         for c in chats:
             n = self.truncated_prompts
@@ -172,6 +173,7 @@ class HFChat:
             return_logprobs=self.return_logprobs,
             suppress_token_ids=self.suppress_token_ids,
             seed=seed,
+            **({"top_k": top_k} if top_k else {}),
         )
         self.generation_s += time.perf_counter() - t0
         return [
@@ -198,6 +200,7 @@ class LLMAgent:
         template: the prompt template; default ``get_template(env_id, style)`` per env.
         style: template style when ``template`` is None (e.g. ``"erl"`` for the grid games).
         temperature, top_p, max_new_tokens: sampling (verl-agent validates at temperature 0.4).
+        top_k: sample among the k most likely tokens (0: no cut; passed to the back-end only when set).
         history_length: past turns shown in each prompt (verl-agent: 2; ``-1``: all).
         seed: base sampling seed; call k of a run uses ``seed + k`` (reproducible on one machine).
         name: agent name in logs (default ``llm:<model>``).
@@ -215,6 +218,7 @@ class LLMAgent:
         history_length: int = 2,
         seed: int | None = 0,
         name: str | None = None,
+        top_k: int = 0,
     ) -> None:
         if isinstance(backend, (str, Path)):
             backend = HFChat(backend)
@@ -223,6 +227,7 @@ class LLMAgent:
         self.style = style
         self.temperature = temperature
         self.top_p = top_p
+        self.top_k = top_k
         self.max_new_tokens = max_new_tokens
         self.history_length = history_length
         self.seed = seed
@@ -263,6 +268,7 @@ class LLMAgent:
             "model": getattr(self.backend, "model_name", ""),
             "temperature": self.temperature,
             "top_p": self.top_p,
+            **({"top_k": self.top_k} if self.top_k else {}),
             "max_new_tokens": self.max_new_tokens,
             "history_length": self.history_length,
             "seed": self.seed,
@@ -284,6 +290,7 @@ class LLMAgent:
             top_p=self.top_p,
             stop=stop,
             seed=seed,
+            **({"top_k": self.top_k} if self.top_k else {}),
         )
 
     def act(self, inputs: Sequence[AgentInput]) -> list[AgentAction]:

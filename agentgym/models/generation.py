@@ -187,6 +187,7 @@ class HFGenerator:
         return_logprobs: bool = False,
         suppress_token_ids: list[int] | None = None,
         seed: int | None = None,
+        top_k: int = 0,
     ) -> list[Completion]:
         """Sample one completion per prompt, all prompts in one batched ``generate`` call.
 
@@ -199,6 +200,7 @@ class HFGenerator:
             return_logprobs: also return per-token log-probabilities of the sampled ids.
             suppress_token_ids: ids that are never sampled and are excluded from the logprob softmax.
             seed: seeds torch's generator before sampling (reproducible samples on one device).
+            top_k: sample among the k most likely tokens only; 0: no top-k cut.
         """
         import torch
         from transformers import LogitsProcessorList, StoppingCriteriaList
@@ -223,7 +225,7 @@ class HFGenerator:
             logits_processor=LogitsProcessorList(processors),
         )
         if do_sample:
-            kwargs.update(temperature=temperature, top_p=top_p, top_k=0)
+            kwargs.update(temperature=temperature, top_p=top_p, top_k=int(top_k))
         else:
             kwargs.update(temperature=None, top_p=None, top_k=None)
         if stop_strings:
@@ -284,12 +286,14 @@ class VLLMGenerator:
         return_logprobs: bool = False,
         suppress_token_ids: list[int] | None = None,
         seed: int | None = None,
+        top_k: int = 0,
     ) -> list[Completion]:
         """See :meth:`HFGenerator.generate`. vLLM logprobs are taken after its own sampling processors."""
         params = self.vllm.SamplingParams(
             max_tokens=max_new_tokens,
             temperature=temperature,
             top_p=top_p,
+            top_k=int(top_k) if top_k > 0 else -1,
             stop=list(stop_strings or []) or None,
             include_stop_str_in_output=True,
             logprobs=0 if return_logprobs else None,

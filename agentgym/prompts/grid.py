@@ -8,14 +8,19 @@
   parser and one stop string serve all envs (recorded in the template version).
 * ``erl`` follows ERL (Shi et al., "Experiential Reinforcement Learning", 2026, microsoft/experiential_rl):
   the board and the list of moves with no explanation of the rules or symbols -- the agent must learn
-  them from experience (that is what ERL's reflections are for).
+  them from experience (that is what ERL's reflections are for). Version 2 takes the authors' answer
+  format (``ErlSokobanAgent``'s prompt): a ``<reason>…</reason>`` block (state, its value, the two best
+  moves' consequences), then the move alone inside triple backticks (```` ```Up``` ````); the move is the
+  text of the last backtick block. Version 1 asked for ``<think>…</think><action>…</action>``.
 
 The prose is our paraphrase.
 """
 
 from __future__ import annotations
 
-from agentgym.prompts.base import PromptTemplate, history_window
+import re
+
+from agentgym.prompts.base import ParsedAction, PromptTemplate, history_window
 from agentgym.records import AgentInput
 
 _RAGEN_SYSTEM = "You're a helpful assistant. You are a good game player, aiming to get high reward in the game."
@@ -87,8 +92,14 @@ class FrozenLakeTemplate(RagenGridTemplate):
     )
 
 
+_REASON_RE = re.compile(r"<reason>(.*?)</reason>", re.DOTALL | re.IGNORECASE)
+_BACKTICK_RE = re.compile(r"```([^`]*)```")
+
+
 class ErlGridTemplate(PromptTemplate):
-    """ERL format: the board and the legal moves, no rules and no legend."""
+    """ERL format: the board and the legal moves, no rules and no legend; the authors' answer format."""
+
+    stop_strings: tuple[str, ...] = ()  # the answer ends with a closing ``` that an opening one would match
 
     game: str = "a grid game"
     default_moves: tuple[str, ...] = ("up", "down", "left", "right")
@@ -106,20 +117,35 @@ class ErlGridTemplate(PromptTemplate):
         parts.append(f"Current board:\n{inp.observation.strip()}")
         parts.append(
             f"Available moves: {', '.join(moves)}.\n"
-            "Think inside <think> </think>, then give exactly one move inside <action> </action>."
+            "Reason first inside <reason> </reason>: sum up the board, judge how promising it is, and say "
+            "what the two best candidate moves would lead to. Then write only the next move inside triple "
+            f"backticks as the last line, for example ```{moves[0] if moves else 'Up'}```."
         )
         return "\n".join(p for p in parts if p)
+
+    def parse(self, output: str) -> ParsedAction:
+        """The move is the text of the last triple-backtick block; ``think`` is the last ``<reason>`` block."""
+        text = output or ""
+        reasons = _REASON_RE.findall(text)
+        think = reasons[-1].strip() if reasons else None
+        blocks = _BACKTICK_RE.findall(text)
+        if not blocks:
+            return ParsedAction(action="", valid=False, reason="missing ```move``` block", think=think)
+        action = blocks[-1].strip()
+        if not action:
+            return ParsedAction(action="", valid=False, reason="empty ``` ``` block", think=think)
+        return ParsedAction(action=action, valid=True, think=think)
 
 
 class SokobanErlTemplate(ErlGridTemplate):
     name = "sokoban-erl"
-    version = "1"
+    version = "2"
     source = "microsoft/experiential_rl Sokoban prompt (Shi et al. 2026): board and moves, no rules"
     game = "Sokoban"
 
 
 class FrozenLakeErlTemplate(ErlGridTemplate):
     name = "frozenlake-erl"
-    version = "1"
+    version = "2"
     source = "microsoft/experiential_rl FrozenLake prompt (Shi et al. 2026): board and moves, no rules"
     game = "FrozenLake"

@@ -1,17 +1,21 @@
 """SEED's analyser prompt (arXiv 2607.14777): the policy reads its own transcript and writes one lesson.
 
-After each episode the frozen previous policy is asked, in a prompt that demands JSON only, for
+After each episode the frozen previous policy is asked, in a prompt that demands JSON only, for the
+paper's two fields:
 
-* on success, a *workflow*: the core decision rule and the order of actions that solved the task;
-* on failure, *avoidance rules*: the core mistake and the warning signs that preceded it;
+* ``"episode_summary"``: what happened in the episode (on success, the decision rule and the order of
+  actions that solved it; on failure, the core mistake and the warning signs that preceded it);
+* ``"episode_skill"``: the reusable skill distilled from it, one or two sentences -- the *lesson*.
 
-condensed into one short ``"lesson"``. The lesson is later inserted into the task prompt of the teacher
-branch (``PromptTemplate.build(..., lesson=...)``, right after "Your task is to: ...").
+The lesson (``episode_skill``) is later inserted into the task prompt of the teacher branch
+(``PromptTemplate.build(..., lesson=...)``, right after "Your task is to: ..."), and the whole object is the
+target of SEED's SFT stage (trajectory -> lesson).
 
-:func:`parse_lesson` is strict about what it accepts (a JSON object with a non-empty lesson, or the
-fields a lesson can be built from) and lenient about what surrounds it (code fences, ``<think>`` blocks,
-text before or after the object), and raises :class:`LessonParseError` with the reason otherwise; the
-lesson-writer hook retries and then falls back (see ``agentgym.rl.hooks.LessonWriter``).
+:func:`parse_lesson` is strict about what it accepts (a JSON object with a non-empty ``episode_skill``)
+and lenient about what surrounds it (code fences, ``<think>`` blocks, text before or after the object), and
+raises :class:`LessonParseError` with the reason otherwise; the lesson-writer hook retries and then falls
+back (see ``agentgym.rl.hooks.LessonWriter``). Version 1 asked for ``workflow`` / ``mistake`` /
+``warning_signs`` / ``lesson`` fields instead.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from agentgym.episodes import Episode
 from agentgym.prompts.reflection import episode_transcript
 
 #: Bump when the analyser text or the parsing rules change.
-VERSION = "seed-lesson-v1"
+VERSION = "seed-lesson-v2"
 
 #: Lessons longer than this many words are cut: the teacher prompt must stay short.
 MAX_LESSON_WORDS = 60
@@ -35,13 +39,16 @@ ANALYSER_SYSTEM = (
     "Answer with a single JSON object and nothing else."
 )
 
+#: The paper's lesson fields, in the order the analyser writes them.
+FIELDS: tuple[str, ...] = ("episode_summary", "episode_skill")
+
 _SUCCESS_SCHEMA = (
-    '{"outcome": "success", "workflow": "<the core decision rule and the order of actions that worked>", '
-    '"lesson": "<one or two sentences a future attempt can follow>"}'
+    '{"episode_summary": "<the core decision rule and the order of actions that worked>", '
+    '"episode_skill": "<one or two sentences a future attempt can follow>"}'
 )
 _FAILURE_SCHEMA = (
-    '{"outcome": "failure", "mistake": "<the core mistake>", "warning_signs": "<what showed it was going wrong>", '
-    '"lesson": "<one or two sentences: what to avoid and what to do instead>"}'
+    '{"episode_summary": "<the core mistake and what showed it was going wrong>", '
+    '"episode_skill": "<one or two sentences: what to avoid and what to do instead>"}'
 )
 
 
@@ -53,12 +60,19 @@ class LessonParseError(ValueError):
 class Lesson:
     """A parsed analyser reply."""
 
-    lesson: str
-    outcome: str  # "success" | "failure"
-    fields: dict[str, Any] = field(default_factory=dict)  # workflow / mistake / warning_signs as given
+    lesson: str  # the episode_skill
+    outcome: str  # "success" | "failure" | "unknown" (the episode's, when the caller knows it)
+    fields: dict[str, Any] = field(default_factory=dict)  # episode_summary (and episode_skill) as given
 
     def to_dict(self) -> dict[str, Any]:
         return {"lesson": self.lesson, "outcome": self.outcome, **{k: v for k, v in self.fields.items()}}
+
+    def target(self) -> dict[str, str]:
+        """The analyser reply as the paper's JSON object (the SFT target)."""
+        return {
+            "episode_summary": _as_text(self.fields.get("episode_summary")),
+            "episode_skill": _as_text(self.fields.get("episode_skill")) or self.lesson,
+        }
 
 
 def build_lesson_messages(episode: Episode, *, max_chars: int = 6000) -> list[dict[str, str]]:
@@ -66,14 +80,15 @@ def build_lesson_messages(episode: Episode, *, max_chars: int = 6000) -> list[di
     success = episode.success
     schema = _SUCCESS_SCHEMA if success else _FAILURE_SCHEMA
     ask = (
-        "The episode succeeded. Extract the workflow that made it succeed."
+        "The episode succeeded. Summarise the workflow that made it succeed and distil it into a skill."
         if success
-        else "The episode failed. Identify the core mistake and its warning signs, and turn them into an avoidance rule."
+        else "The episode failed. Summarise the core mistake and its warning signs and distil them into a skill "
+        "that avoids it."
     )
     user = (
         f"## Episode ({'success' if success else 'failure'}, return {episode.total_return:g}, "
         f"{episode.length} steps)\n{episode_transcript(episode, max_chars=max_chars)}\n\n"
-        f"{ask} Keep the lesson under {MAX_LESSON_WORDS // 2} words and general enough to reuse on a similar "
+        f"{ask} Keep the skill under {MAX_LESSON_WORDS // 2} words and general enough to reuse on a similar "
         f"task.\nReply with JSON only, exactly in this form:\n{schema}"
     )
     return [{"role": "system", "content": ANALYSER_SYSTEM}, {"role": "user", "content": user}]
@@ -114,8 +129,8 @@ def _cut(text: str, max_words: int) -> str:
 def parse_lesson(text: str, *, max_words: int = MAX_LESSON_WORDS) -> Lesson:
     """The lesson in an analyser reply, or :class:`LessonParseError`.
 
-    Accepts the first JSON object (inside code fences or not) with a non-empty ``"lesson"``; without one,
-    builds the lesson from ``"workflow"`` or from ``"mistake"`` + ``"warning_signs"``.
+    Accepts the first JSON object (inside code fences or not) with a non-empty ``"episode_skill"`` (the
+    lesson); ``"episode_summary"`` is kept in ``fields``.
     """
     if not isinstance(text, str) or not text.strip():
         raise LessonParseError("empty reply")
@@ -126,20 +141,13 @@ def parse_lesson(text: str, *, max_words: int = MAX_LESSON_WORDS) -> Lesson:
         for obj in _json_objects(chunk):
             seen_object = True
             outcome = str(obj.get("outcome", "")).strip().lower()
-            lesson = _as_text(obj.get("lesson"))
-            if not lesson:
-                workflow = _as_text(obj.get("workflow"))
-                mistake = _as_text(obj.get("mistake"))
-                signs = _as_text(obj.get("warning_signs"))
-                if workflow:
-                    lesson = workflow
-                elif mistake:
-                    lesson = f"Avoid: {mistake}" + (f" Warning signs: {signs}" if signs else "")
+            lesson = _as_text(obj.get("episode_skill"))
             if lesson:
-                fields = {k: obj[k] for k in ("workflow", "mistake", "warning_signs") if k in obj}
+                lesson = _cut(lesson, max_words)
+                fields = {"episode_summary": _as_text(obj.get("episode_summary")), "episode_skill": lesson}
                 if outcome not in ("success", "failure"):
-                    outcome = "success" if "workflow" in obj else "failure" if "mistake" in obj else "unknown"
-                return Lesson(lesson=_cut(lesson, max_words), outcome=outcome, fields=fields)
+                    outcome = "unknown"
+                return Lesson(lesson=lesson, outcome=outcome, fields=fields)
     if seen_object:
-        raise LessonParseError("JSON object has no non-empty 'lesson', 'workflow' or 'mistake'")
+        raise LessonParseError("JSON object has no non-empty 'episode_skill'")
     raise LessonParseError("no JSON object in the reply")

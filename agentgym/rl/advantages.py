@@ -1,7 +1,13 @@
-"""Group-relative advantages (GRPO, Shao et al. 2024), shared by GRPO and the methods built on it (ERL, SEED).
+"""Group-relative advantages (GRPO, Shao et al. 2024), shared by GRPO and the methods built on it (RLOO, GiGPO,
+ERL, SEED).
 
-Each task is played by a group of G episodes; an episode's advantage is its return normalised within
-its group, ``A_i = (R_i - mean_G(R)) / (std_G(R) + eps)``, copied to every turn and response token.
+Each task is played by a group of G episodes. Two forms (``episode_advantage``):
+
+* ``rows`` (verl-agent, the source of the GiGPO/SAPO table rows): every turn is a row scored
+  ``s = R_episode - 0.1 * invalid(turn)`` (:func:`agentgym.rl.rewards.step_row_scores`), normalised over *all
+  rows* of its group (verl-agent ``compute_mean_std_cross_all_data=True``): ``A = (s - mean) / (std + eps)``.
+* ``episodes`` (the textbook form): one summed return per episode, ``A_i = (R_i - mean_G(R)) / (std_G(R) + eps)``,
+  copied to every turn and response token of the episode.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import torch
 
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values
 from agentgym.rl.losses import episode_returns
+from agentgym.rl.rewards import step_row_scores
 
 if TYPE_CHECKING:
     from agentgym.rl.trainer import Trainer
@@ -37,20 +44,68 @@ def grpo_advantages(
     return adv.view(-1)
 
 
-def group_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
-    """GRPO's advantage function: episode advantages broadcast to every turn and response token of the episode.
+#: ``episode_advantage`` values: verl-agent's per-row scores and statistics, or one return per episode.
+EPISODE_ADVANTAGE_MODES = ("rows", "episodes")
 
-    Fills ``batch["advantages"]`` (B, T); reads ``trainer.args.group_size`` and ``norm_adv_by_std``.
+
+def check_episode_advantage(mode: str) -> None:
+    if mode not in EPISODE_ADVANTAGE_MODES:
+        raise ValueError(
+            f"unknown episode_advantage {mode!r}: use 'rows' (verl-agent, the table configs) or 'episodes'"
+        )
+
+
+def group_members(groups: list) -> dict:
+    """Row indices of each group label, in first-seen order."""
+    members: dict = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    return members
+
+
+def row_advantages(scores: torch.Tensor, groups: list, *, norm_by_std: bool = True, eps: float = 1e-6) -> torch.Tensor:
+    """Row scores normalised over all rows of their group (verl-agent ``compute_mean_std_cross_all_data``).
+
+    Args:
+        scores: ``(N,)`` one score per turn row.
+        groups: ``(N,)`` hashable group (task) label of each row.
+
+    Returns:
+        ``(N,)`` ``(s - mean_group) / (std_group + eps)`` (std unbiased); a group with a single row uses mean 0
+        and std 1, as verl-agent.
     """
+    out = scores.clone()
+    for rows in group_members(groups).values():
+        vals = scores[rows]
+        if len(rows) == 1:
+            mean, std = scores.new_tensor(0.0), scores.new_tensor(1.0)
+        else:
+            mean, std = vals.mean(), vals.std()
+        out[rows] = (vals - mean) / (std + eps) if norm_by_std else vals - mean
+    return out
+
+
+def group_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
+    """GRPO's advantage function: group-normalised advantages on every response token.
+
+    Per row (``episode_advantage="rows"``, verl-agent) or per episode (``"episodes"``); fills
+    ``batch["advantages"]`` (B, T); reads ``trainer.args.group_size``, ``norm_adv_by_std``, ``invalid_penalty``.
+    """
+    a = trainer.args
+    mode = getattr(a, "episode_advantage", "rows")
+    check_episode_advantage(mode)
     rets = episode_returns(batch)
-    n = max(rets) + 1
-    returns = torch.tensor([rets.get(e, 0.0) for e in range(n)])
-    adv = grpo_advantages(returns, trainer.args.group_size, norm_by_std=trainer.args.norm_adv_by_std)
-    per_turn = [float(adv[m["episode"]]) for m in batch.meta]
+    returns = torch.tensor([rets.get(e, 0.0) for e in range(max(rets) + 1)])
+    if mode == "rows":
+        scores = torch.tensor(step_row_scores(batch.meta, a.invalid_penalty))
+        per_turn = row_advantages(scores, [m["group"] for m in batch.meta], norm_by_std=a.norm_adv_by_std).tolist()
+    else:
+        adv = grpo_advantages(returns, a.group_size, norm_by_std=a.norm_adv_by_std)
+        per_turn = [float(adv[m["episode"]]) for m in batch.meta]
     batch["advantages"] = broadcast_turn_values(per_turn, batch["completion_mask"])  # (B, T)
     return {
-        "adv/mean_abs": float(adv.abs().mean()),
-        "adv/groups_all_equal": float(flat_group_fraction(returns, trainer.args.group_size)),
+        "adv/mean_abs": float(torch.tensor(per_turn).abs().mean()),
+        "adv/groups_all_equal": float(flat_group_fraction(returns, a.group_size)),
     }
 
 

@@ -54,7 +54,9 @@ class Args:
     task_split: str | None = None
     """``options["split"]`` for training tasks (ALFWorld ``train``); None: seeds only"""
     val_split: str | None = None
-    """``options["split"]`` for validation tasks"""
+    """``options["split"]`` for validation tasks (logged as ``val/success_rate``, the headline)"""
+    val_extra_splits: list[str] = field(default_factory=list)
+    """more validation splits, each logged as ``val/<split>/success_rate`` (ALFWorld tables: ``valid_unseen``)"""
     num_tasks: int = 4
     """tasks per iteration (paper: 16; PPO 128)"""
     group_size: int = 4
@@ -107,6 +109,8 @@ class Args:
     """PPO clip, lower (paper: 0.2)"""
     epsilon_high: float = 0.2
     """PPO clip, upper (paper: 0.2)"""
+    clip_ratio_c: float | None = None
+    """dual-clip cap of the ratio on negative-advantage tokens (verl's default 3.0); None: plain PPO-clip"""
     beta: float = 0.01
     """KL(pi || ref) loss coefficient, low-variance KL (paper: 0.01); 0 skips the reference model"""
     entropy_coef: float = 0.001
@@ -118,6 +122,12 @@ class Args:
     """validation tasks (paper: 128)"""
     val_temperature: float = 0.4
     """validation sampling temperature (paper: 0.4)"""
+    val_group_size: int = 1
+    """episodes per validation task, success averaged over all of them (ERL's scripts: val_kwargs.n=4)"""
+    val_top_p: float | None = None
+    """nucleus mass of validation sampling; None: ``top_p`` (ERL's scripts: 0.8)"""
+    val_top_k: int = 0
+    """top-k of validation sampling; 0: no cut (ERL's scripts: 20)"""
     save_every: int = 1
     """checkpoint every N iterations (0: only at the end)"""
     resume: bool = False
@@ -222,5 +232,9 @@ class GroupArgs(Args):
 
     norm_adv_by_std: bool = True
     """divide by the group's std (GRPO); False gives Dr.GRPO-style mean-centring only"""
+    episode_advantage: str = "rows"
+    """``rows``: each turn row scored episode reward - penalty(turn), mean/std over all rows of the group
+    (verl-agent ``compute_mean_std_cross_all_data=True``); ``episodes``: one summed return per episode,
+    mean/std over the group's G episodes"""
     distributed: str = "ddp"
     """multi-GPU strategy under torchrun: ddp (replicated) or fsdp (decoder layers sharded)"""

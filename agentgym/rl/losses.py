@@ -41,6 +41,24 @@ def low_var_kl(per_token_logps: torch.Tensor, ref_per_token_logps: torch.Tensor)
     return kl.clamp(-10.0, 10.0)
 
 
+def dual_clip(per_token_loss: torch.Tensor, advantages: torch.Tensor, clip_ratio_c: float) -> torch.Tensor:
+    """Dual-clip PPO (Ye et al. 2020, arXiv 1912.09729; verl ``compute_policy_loss``, ``clip_ratio_c`` 3).
+
+    Where ``A < 0`` the clipped loss ``max(-r A, -clip(r) A)`` grows without bound in ``r``; dual-clip caps it
+    at ``-c A`` (the ratio counts as at most ``c``), so one very off-policy token cannot dominate the update.
+    Tokens with ``A >= 0`` keep ``per_token_loss``.
+
+    Args:
+        per_token_loss: ``(B, T)`` the PPO-clip loss ``max(-r A, -clip(r) A)``.
+        advantages: ``(B, T)``.
+        clip_ratio_c: the cap ``c`` (> 1).
+    """
+    if not clip_ratio_c > 1.0:
+        raise ValueError(f"clip_ratio_c must be > 1 (verl uses 3.0), got {clip_ratio_c}")
+    capped = torch.minimum(per_token_loss, -advantages * clip_ratio_c)  # (B, T)
+    return torch.where(advantages < 0, capped, per_token_loss)
+
+
 def ppo_clip_loss(
     per_token_logps: torch.Tensor,
     old_per_token_logps: torch.Tensor,
@@ -50,6 +68,7 @@ def ppo_clip_loss(
     epsilon_low: float = 0.2,
     epsilon_high: float = 0.2,
     normalizer: float | torch.Tensor | None = None,
+    clip_ratio_c: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """PPO-clip surrogate on token ratios, token-mean aggregated.
 
@@ -58,9 +77,11 @@ def ppo_clip_loss(
     Args:
         normalizer: number of tokens to divide by (the whole batch's count under gradient accumulation);
             None divides by this call's own token count.
+        clip_ratio_c: when set, :func:`dual_clip` caps the loss of negative-advantage tokens at ``-c A``.
 
     Returns:
-        ``(loss, stats)`` with ``approx_kl`` (k3 of old vs new, as cleanrl) and ``clipfrac`` (token means).
+        ``(loss, stats)`` with ``approx_kl`` (k3 of old vs new, as cleanrl) and ``clipfrac`` (token means);
+        with ``clip_ratio_c``, also ``clipfrac_lower`` (tokens where the dual clip was active).
     """
     mask = completion_mask.to(per_token_logps.dtype)
     n = mask.sum().clamp(min=1.0) if normalizer is None else normalizer
@@ -69,13 +90,19 @@ def ppo_clip_loss(
     loss1 = -advantages * ratio
     loss2 = -advantages * torch.clamp(ratio, 1.0 - epsilon_low, 1.0 + epsilon_high)
     per_token_loss = torch.maximum(loss1, loss2)  # (B, T)
+    clipped_loss = per_token_loss
+    if clip_ratio_c is not None:
+        per_token_loss = dual_clip(per_token_loss, advantages, clip_ratio_c)
     loss = masked_sum(per_token_loss, mask) / n
     with torch.no_grad():
         m = mask.sum().clamp(min=1.0)
         approx_kl = masked_sum((ratio - 1.0) - log_ratio, mask) / m
         clipped = ((ratio < 1.0 - epsilon_low) & (advantages < 0)) | ((ratio > 1.0 + epsilon_high) & (advantages > 0))
         clipfrac = masked_sum(clipped.to(mask.dtype), mask) / m
-    return loss, {"approx_kl": approx_kl, "clipfrac": clipfrac}
+        stats = {"approx_kl": approx_kl, "clipfrac": clipfrac}
+        if clip_ratio_c is not None:
+            stats["clipfrac_lower"] = masked_sum((per_token_loss < clipped_loss).to(mask.dtype), mask) / m
+    return loss, stats
 
 
 def clipped_value_loss(
@@ -129,6 +156,7 @@ def clipped_policy_loss(
         epsilon_low=a.epsilon_low,
         epsilon_high=a.epsilon_high,
         normalizer=normalizer,
+        clip_ratio_c=getattr(a, "clip_ratio_c", None),
     )
 
 
@@ -172,6 +200,8 @@ def policy_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float)
         "losses/approx_kl": stats["approx_kl"],
         "losses/clipfrac": stats["clipfrac"],
     }
+    if "clipfrac_lower" in stats:
+        result["losses/clipfrac_lower"] = stats["clipfrac_lower"]
     loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, n_tokens)
     # stats are reported per micro-batch token mean; rescale the summed pieces back to that scale
     scale = n_tokens / max(float(mask.sum()), 1.0)

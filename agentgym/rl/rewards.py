@@ -5,6 +5,9 @@
 * Every other env: its own reward.
 * A turn whose output could not be parsed into an action (``format_valid`` False) or whose action the env
   rejected (``is_action_valid`` False) loses ``invalid_penalty`` (verl-agent's invalid-action penalty, 0.1).
+* Group-relative methods in verl-agent score each turn *row* by its episode's reward minus that turn's
+  penalty (:func:`step_row_scores`): the episode manager writes the episode reward on every step's last
+  response token, then ``apply_invalid_action_penalty`` subtracts 0.1 where that step's action was invalid.
 """
 
 from __future__ import annotations
@@ -64,3 +67,21 @@ def turn_rewards(turns: list[Any], env_id: str, *, invalid_penalty: float = 0.1,
         )
         for t in turns
     ]
+
+
+def step_row_scores(meta: list[Mapping[str, Any]], invalid_penalty: float) -> list[float]:
+    """verl-agent's score of each turn row: episode reward minus this turn's invalid-action penalty.
+
+    The episode reward is the sum of the episode's unpenalised turn rewards (``10 x success`` on ALFWorld and
+    WebShop); penalties are not summed over the episode, each row carries only its own.
+
+    Args:
+        meta: one mapping per turn row (``agentgym.rl.trainer.Trainer.make_batch``), with ``episode``, the
+            shaped ``reward`` (already penalised when the turn was invalid) and ``valid``.
+        invalid_penalty: the penalty the shaped rewards were built with (``Args.invalid_penalty``).
+    """
+    penalty = [0.0 if m["valid"] else float(invalid_penalty) for m in meta]
+    episode_reward: dict[int, float] = {}
+    for m, p in zip(meta, penalty):
+        episode_reward[m["episode"]] = episode_reward.get(m["episode"], 0.0) + float(m["reward"]) + p
+    return [episode_reward[m["episode"]] - p for m, p in zip(meta, penalty)]

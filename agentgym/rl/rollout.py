@@ -173,6 +173,7 @@ def collect_rollouts(
     max_new_tokens: int = 512,
     temperature: float = 1.0,
     top_p: float = 1.0,
+    top_k: int = 0,
     return_logprobs: bool = True,
     suppress_token_ids: list[int] | None = None,
     env_kwargs: dict[str, Any] | None = None,
@@ -197,6 +198,7 @@ def collect_rollouts(
         history_length: past turns shown in each prompt.
         max_prompt_tokens: longer prompts show fewer past turns, then are cut on the left.
         max_new_tokens, temperature, top_p: sampling settings (temperature 0: greedy).
+        top_k: sample among the k most likely tokens (0: no cut; passed to the generator only when set).
         return_logprobs: fill ``Turn.old_logprobs``.
         suppress_token_ids: ids never sampled (SAPO's special tokens).
         env_kwargs: kwargs for ``gym.make``.
@@ -241,6 +243,7 @@ def collect_rollouts(
         template=template,
         temperature=temperature,
         top_p=top_p,
+        top_k=top_k,
         max_new_tokens=max_new_tokens,
         history_length=history_length,
         seed=seed,

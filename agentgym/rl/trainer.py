@@ -242,7 +242,8 @@ class Trainer:
         if self._pool is None:
             from agentgym.envpool import EnvPool
 
-            n = max(self.tasks_per_rank * self.args.group_size, self.args.val_tasks if self.args.val_every else 0)
+            val_n = self.args.val_tasks * max(1, getattr(self.args, "val_group_size", 1))
+            n = max(self.tasks_per_rank * self.args.group_size, val_n if self.args.val_every else 0)
             self._pool = EnvPool(
                 self.args.env_id,
                 n,
@@ -279,8 +280,13 @@ class Trainer:
         seed: int,
         hooks: Sequence[Any] = (),
         build_kwargs: Callable[..., dict[str, Any]] | None = None,
+        top_p: float | None = None,
+        top_k: int = 0,
     ):
-        """``collect_rollouts`` with the run's settings; ``hooks``/``build_kwargs`` are passed through."""
+        """``collect_rollouts`` with the run's settings; ``hooks``/``build_kwargs`` are passed through.
+
+        ``top_p`` None uses ``args.top_p``; ``top_k`` 0 means no top-k cut (validation may set both).
+        """
         from agentgym.rl.rollout import collect_rollouts
 
         a = self.args
@@ -296,7 +302,8 @@ class Trainer:
             max_prompt_tokens=a.max_prompt_tokens,
             max_new_tokens=a.max_new_tokens,
             temperature=temperature,
-            top_p=a.top_p,
+            top_p=a.top_p if top_p is None else top_p,
+            top_k=top_k,
             return_logprobs=False,  # recomputed by score() with the training forward
             suppress_token_ids=self.exclude_ids or None,
             env_kwargs=a.env_kwargs or None,
@@ -478,17 +485,31 @@ class Trainer:
     # -- validation ------------------------------------------------------------------------------------
     @torch.no_grad()
     def validate(self) -> dict[str, float]:
+        """``val/success_rate`` on ``val_split`` (the headline) and ``val/<split>/success_rate`` on each extra split."""
+        out = {"val/success_rate": self._validate_split(self.args.val_split)}
+        for split in getattr(self.args, "val_extra_splits", None) or []:
+            out[f"val/{split}/success_rate"] = self._validate_split(split)
+        return out
+
+    def _validate_split(self, split: str | None) -> float:
         a = self.args
         # With a split, validation plays its first val_tasks games in order (ALFWorld/WebShop take {"split", "index"}),
         # so every validation covers the same fixed tasks; without one, fixed seeds.
         tasks = [
-            EpisodeSpec(seed=10_000_000 + i, options={"split": a.val_split, "index": i} if a.val_split else None)
+            EpisodeSpec(seed=10_000_000 + i, options={"split": split, "index": i} if split else None)
             for i in range(a.val_tasks)
         ]
         tasks = tasks[self.dist.rank :: self.dist.world_size]
-        rb = self.rollout(tasks, group_size=1, temperature=a.val_temperature, seed=a.seed + 7)
+        rb = self.rollout(
+            tasks,
+            group_size=max(1, getattr(a, "val_group_size", 1)),
+            temperature=a.val_temperature,
+            top_p=getattr(a, "val_top_p", None),
+            top_k=getattr(a, "val_top_k", 0),
+            seed=a.seed + 7,
+        )
         succ = [s for part in all_gather_objects(rb.episode_success(), self.dist) for s in part]
-        return {"val/success_rate": float(np.mean(succ)) if succ else 0.0}
+        return float(np.mean(succ)) if succ else 0.0
 
     # -- checkpoints -----------------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

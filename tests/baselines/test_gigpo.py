@@ -7,6 +7,25 @@ import torch
 
 from agentgym.rl.testing import learning_run, smoke_and_resume
 from baselines import gigpo
+from tests.baselines.test_grpo import GROUP_META, GROUP_ROW_SCORES, _batch, _trainer
+
+
+def test_gigpo_episode_level_uses_verl_agent_row_scores():
+    obs = ["s0", "s1", "s2", "s0", "s3"]  # rows 0 and 3 share the anchor state s0
+    meta = [dict(m, observation=o) for m, o in zip(GROUP_META, obs)]
+    kw = dict(mode="mean_norm", gamma=0.5, step_advantage_w=1.0)
+    batch = _batch(meta)
+    stats = gigpo.compute_advantages(_trainer(episode_advantage="rows", **kw), batch)
+    s = torch.tensor(GROUP_ROW_SCORES)
+    a_ep = s - s.mean()
+    # step returns from the shaped turn rewards: episode 0 (-0.1, 0, 10) -> 2.4, 5, 10; episode 1 (0, -0.1) -> -0.05
+    a_step = torch.tensor([(2.4 - -0.05) / 2, 0.0, 0.0, (-0.05 - 2.4) / 2, 0.0])
+    torch.testing.assert_close(batch["advantages"][:, 0], a_ep + a_step)
+    assert stats["adv/mean_step_group_size"] == pytest.approx(5 / 4)
+    batch = _batch(meta)
+    gigpo.compute_advantages(_trainer(episode_advantage="episodes", **kw), batch)
+    a_ep_old = torch.tensor([5.0, 5.0, 5.0, -5.0, -5.0])  # returns 9.9 / -0.1 over the two episodes
+    torch.testing.assert_close(batch["advantages"][:, 0], a_ep_old + a_step)
 
 
 def test_discounted_step_returns():

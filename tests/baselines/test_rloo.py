@@ -7,6 +7,20 @@ import torch
 
 from agentgym.rl.testing import learning_run, smoke_and_resume
 from baselines import rloo
+from tests.baselines.test_grpo import GROUP_META, GROUP_ROW_SCORES, _batch, _trainer
+
+
+def test_rloo_row_advantages_leave_one_row_out():
+    s = torch.tensor(GROUP_ROW_SCORES)
+    adv = rloo.rloo_row_advantages(s, [0] * 5)
+    others = torch.stack([torch.cat([s[:i], s[i + 1 :]]).mean() for i in range(5)])
+    torch.testing.assert_close(adv, s - others)  # = 5/4 * (s - mean)
+    batch = _batch(GROUP_META)
+    rloo.compute_advantages(_trainer(episode_advantage="rows"), batch)
+    torch.testing.assert_close(batch["advantages"][:, 0], s - others)
+    batch = _batch(GROUP_META)
+    rloo.compute_advantages(_trainer(episode_advantage="episodes"), batch)  # returns 9.9 / -0.1
+    torch.testing.assert_close(batch["advantages"][:, 0], torch.tensor([10.0, 10.0, 10.0, -10.0, -10.0]))
 
 
 def test_rloo_advantages_match_hand_computation():

@@ -47,26 +47,24 @@ def make_episode(success: bool, n: int = 2) -> Episode:
     return Episode(env_id="agentgym/FrozenLakeNotSlippery-v0", seed=3, reset_observation="P _\n_ G", steps=steps)
 
 
-def test_analyser_prompt_asks_workflow_on_success_and_mistake_on_failure():
+def test_analyser_prompt_asks_the_papers_fields_workflow_on_success_and_mistake_on_failure():
     ok = build_lesson_messages(make_episode(True))[-1]["content"]
     bad = build_lesson_messages(make_episode(False))[-1]["content"]
-    assert '"workflow"' in ok and '"mistake"' not in ok
-    assert '"mistake"' in bad and '"warning_signs"' in bad and '"workflow"' not in bad
+    for text in (ok, bad):  # the paper's lesson JSON: episode_summary + episode_skill, nothing else
+        assert '"episode_summary"' in text and '"episode_skill"' in text
+        assert '"lesson"' not in text and '"workflow"' not in text and '"mistake"' not in text
+    assert "workflow" in ok and "mistake" in bad and "warning signs" in bad
     assert "JSON only" in ok and "P _" in ok and "'right'" in ok
 
 
 @pytest.mark.parametrize(
     "reply, lesson",
     [
-        ('{"outcome": "success", "workflow": "go down then right", "lesson": "Go down first."}', "Go down first."),
-        ('Sure!\n```json\n{"outcome": "failure", "mistake": "m", "lesson": "Check holes."}\n```', "Check holes."),
-        ('<think>{"lesson": "not this"}</think>{"lesson": "this one"} trailing', "this one"),
-        ('{"outcome": "success", "workflow": "down, right"}', "down, right"),
-        (
-            '{"mistake": "walked into a hole", "warning_signs": "O next to P"}',
-            "Avoid: walked into a hole Warning signs: O next to P",
-        ),
-        ('{"broken": 1 {"lesson": "second object"}', "second object"),
+        ('{"episode_summary": "went down then right", "episode_skill": "Go down first."}', "Go down first."),
+        ('Sure!\n```json\n{"episode_summary": "m", "episode_skill": "Check holes."}\n```', "Check holes."),
+        ('<think>{"episode_skill": "not this"}</think>{"episode_skill": "this one"} trailing', "this one"),
+        ('{"episode_skill": ["down first", "then right"]}', "down first; then right"),
+        ('{"broken": 1 {"episode_skill": "second object"}', "second object"),
     ],
 )
 def test_parse_lesson_accepts_json_in_noise(reply, lesson):
@@ -74,7 +72,16 @@ def test_parse_lesson_accepts_json_in_noise(reply, lesson):
 
 
 @pytest.mark.parametrize(
-    "reply", ["", "no json here", '{"lesson": ""}', '{"outcome": "success"}', "{'lesson': 'x'}", "[1, 2]"]
+    "reply",
+    [
+        "",
+        "no json here",
+        '{"episode_skill": ""}',
+        '{"episode_summary": "only a summary"}',
+        '{"lesson": "the old field"}',
+        "{'episode_skill': 'x'}",
+        "[1, 2]",
+    ],
 )
 def test_parse_lesson_rejects_replies_without_a_lesson(reply):
     with pytest.raises(LessonParseError):
@@ -82,15 +89,15 @@ def test_parse_lesson_rejects_replies_without_a_lesson(reply):
 
 
 def test_parse_lesson_cuts_long_lessons():
-    out = parse_lesson(json.dumps({"lesson": " ".join(["word"] * 500)}), max_words=10)
+    out = parse_lesson(json.dumps({"episode_skill": " ".join(["word"] * 500)}), max_words=10)
     assert len(out.lesson.split()) == 11 and out.lesson.endswith("...")
 
 
 def test_lesson_writer_retries_falls_back_counts_and_logs(tmp_path):
     calls = []
     script = {  # episode index -> replies on successive attempts
-        0: ['{"lesson": "good one"}'],
-        1: ["garbage", '{"lesson": "second try"}'],
+        0: ['{"episode_skill": "good one"}'],
+        1: ["garbage", '{"episode_skill": "second try"}'],
         2: ["garbage", "still garbage", "{}"],
     }
 
@@ -197,7 +204,7 @@ def make_trainer(tmp_path, **kw):
 
 
 def scripted_analyser(chats):
-    return ['{"outcome": "failure", "mistake": "m", "lesson": "LESSON-TEXT say the target"}' for _ in chats]
+    return ['{"episode_summary": "m", "episode_skill": "LESSON-TEXT say the target"}' for _ in chats]
 
 
 def test_teacher_sees_the_lesson_after_the_task_and_the_students_tokens(tmp_path):
@@ -309,9 +316,7 @@ def oracle_analyser(chats):
     out = []
     for chat in chats:
         word = re.findall(r"Say the word: (\w+)", chat[-1]["content"])
-        out.append(
-            json.dumps({"outcome": "failure", "mistake": "wrong word", "lesson": f"say {word[0] if word else ''}"})
-        )
+        out.append(json.dumps({"episode_summary": "wrong word", "episode_skill": f"say {word[0] if word else ''}"}))
     return out
 
 
@@ -336,3 +341,70 @@ def test_seed_learns_and_compares_with_grpo_at_equal_episodes(tmp_path):
     assert seed[0]["sft/rows"] > 0 and all(h["seed/lesson_rows"] > 0 for h in seed)
     first, last = sum(s_seed[:10]) / 10, sum(s_seed[-10:]) / 10
     assert last > first + 0.15, (first, last)
+
+
+def test_sft_rows_teach_trajectory_to_lesson_and_action_rows_are_an_option(tmp_path):
+    tr = make_trainer(tmp_path, prompt_style="bare")
+    tr.lesson_writer.analyse = scripted_analyser
+    rb = tr.play(tr.next_tasks(), group_size=2, seed=0)
+    prompts, responses = tr.sft_rows(rb)
+    assert len(prompts) == len(rb.episodes) == 4  # one trajectory -> lesson row per episode with a lesson
+    for p, r in zip(prompts, responses):
+        target = json.loads(tr.tokenizer.decode(r, skip_special_tokens=True))
+        assert target == {"episode_summary": "m", "episode_skill": "LESSON-TEXT say the target"}
+        assert "exactly in this form" in tr.tokenizer.decode(p)  # the analyser chat (its clipped end)
+    tr.args.sft_on_trajectories = True  # + successful turns under their lesson prompt
+    n_success_turns = sum(1 for t in rb.turns if rb.episodes[t.episode].success and t.response_ids)
+    assert len(tr.sft_rows(rb)[0]) == 4 + n_success_turns
+
+
+def test_external_analyser_writes_the_sft_lessons_and_the_policy_the_rl_ones(tmp_path):
+    from agentgym.rl.trainer import param_vector
+
+    tr = make_trainer(
+        tmp_path, prompt_style="bare", no_sft=False, analyser_model="tiny", sft_tasks=2, sft_group_size=2
+    )
+    assert tr.sft_analyse is not None and tr.analyser_model is not tr.model
+    assert not torch.equal(param_vector(tr.analyser_model), param_vector(tr.model))  # its own weights
+
+    def fixed(skill):
+        return lambda chats: [json.dumps({"episode_summary": "s", "episode_skill": skill}) for _ in chats]
+
+    tr.sft_analyse = fixed("FROM-EXTERNAL")
+    tr.lesson_writer.analyse = fixed("FROM-POLICY")
+    stats = tr.sft_stage()
+    assert stats["sft/rows"] == 4 and tr.analyser_model is None  # freed once the SFT stage is done
+    rb = tr.play(tr.next_tasks(), group_size=2, seed=1)
+    assert {ep.extras["lesson"] for ep in rb.episodes} == {"FROM-POLICY"}
+    tr._writer.close()
+    from agentgym.episodes import read_episodes
+
+    lessons = [e.extras["lesson"] for e in read_episodes(tmp_path / "seed" / "episodes.jsonl")]
+    assert lessons == ["FROM-EXTERNAL"] * 4 + ["FROM-POLICY"] * 4
+
+
+SEED_TABLE = sorted(
+    p
+    for p in (__import__("pathlib").Path(__file__).parents[2] / "baselines/configs/seed").glob("*.yaml")
+    if "tiny" not in p.name and "echo" not in p.name
+)
+
+
+@pytest.mark.parametrize("path", SEED_TABLE, ids=lambda p: p.stem)
+def test_seed_table_configs_pin_issue_16_values(path):
+    import baselines.grpo
+    import baselines.seed
+    from agentgym.rl.config import load_config_file, make_args
+    from tests.baselines.test_configs import PT
+
+    module = baselines.grpo if path.name.startswith("grpo_") else baselines.seed
+    args = make_args(module.Args, load_config_file(path))
+    # several optimizer steps per iteration (mini-batch 256 rows of 16), as the SEED note; not one big step
+    assert (args.mini_batch_size, args.micro_batch_size) == (256, 16)
+    assert args.val_split == "valid_seen" and args.val_extra_splits == ["valid_unseen"]  # seen and unseen columns
+    assert args.clip_ratio_c == 3.0 and args.episode_advantage == "rows"
+    if module is baselines.seed:
+        assert args.sft_epochs == 3 and args.sft_on_analysis and not args.sft_on_trajectories
+        assert (args.sft_tasks, args.sft_group_size) == (180, 8)
+    for s in PT.read_settings(path):
+        assert s.kind in PT.KINDS and s.source, f"{path.name}: {s.key} has no `# kind: source` comment"
