@@ -2,13 +2,20 @@
 
 What differs from GRPO: no groups (one rollout per task; 128 tasks x 1 to match GRPO's 16 x 8 budget) and
 a learned critic (:class:`agentgym.rl.critic.ValueModel`, its own AdamW at ``critic_learning_rate``).
-Advantages are token-level GAE over the episode's response tokens in order (all turns concatenated),
-the shaped reward of a turn sitting on its last response token:
+Advantages are token-level GAE,
 
     delta_k = r_k + gamma V_{k+1} - V_k,   A_k = delta_k + gamma lambda A_{k+1}   (gamma = lambda = 1),
 
-V past the episode's last token = 0; returns ``A + V`` are the critic's targets; advantages are whitened
-over the batch (verl ``masked_whiten``). Loss: PPO-clip actor loss (as GRPO) + the clipped value loss
+run one of two ways (``gae``):
+
+* ``"row"`` (default; verl-agent): every turn is its own row and its own GAE sequence, as verl's
+  ``compute_gae_advantage_return`` sees verl-agent's step rows; the row's score, on its last response token, is
+  the *episode* reward minus the invalid-action penalty of that turn (verl-agent ``EpisodeRewardManager`` puts
+  ``episode_rewards`` there; the penalty is per step). V past the row's last token = 0.
+* ``"episode"``: one GAE sequence over the episode's response tokens in order (all turns concatenated), the
+  shaped reward of each turn on its last token; V past the episode's last token = 0.
+
+Returns ``A + V`` are the critic's targets; advantages are whitened over the batch (verl ``masked_whiten``). Loss: PPO-clip actor loss (as GRPO) + the clipped value loss
 ``0.5 max((V - y)^2, (clip(V, V_old +- c) - y)^2)`` with c = ``value_clip`` (verl default 0.5).
 
 Run: ``python baselines/ppo.py --config baselines/configs/ppo_alfworld_qwen2.5-1.5b.yaml``
@@ -48,6 +55,9 @@ class Args(BaseArgs):
     """value clipping range around the old values (verl ``cliprange_value``: 0.5)"""
     vf_coef: float = 1.0
     """value-loss weight (the critic has its own optimizer, so this only scales its gradients)"""
+    gae: str = "row"
+    """``row``: per-turn GAE with the episode reward on each turn (verl-agent); ``episode``: GAE over the episode's
+    concatenated turns with each turn's own reward"""
     whiten_advantages: bool = True
     """whiten advantages over the batch's response tokens (verl GAE)"""
     distributed: str = "ddp"
@@ -83,14 +93,33 @@ def masked_whiten(values: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -
     return out * mask
 
 
+def row_scores(meta: list[dict], rows: list[int], invalid_penalty: float) -> list[float]:
+    """verl-agent's per-turn scores of one episode: episode reward - ``invalid_penalty`` x (this turn invalid).
+
+    The episode reward is the sum of the turns' shaped rewards with their invalid penalties added back
+    (10 x success on ALFWorld/WebShop), so each penalty counts on its own turn only.
+    """
+    episode = sum(meta[i]["reward"] + invalid_penalty * (not meta[i]["valid"]) for i in rows)
+    return [episode - invalid_penalty * (not meta[i]["valid"]) for i in rows]
+
+
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     a = trainer.args
+    if a.gae not in ("row", "episode"):
+        raise ValueError(f"gae must be 'row' (verl-agent, per turn) or 'episode' (turns concatenated), got {a.gae!r}")
     mask = batch["completion_mask"]
     values = batch["values"]  # (B, T) old critic values
     adv = torch.zeros_like(values)
     returns = torch.zeros_like(values)
     for rows in episode_groups(batch.meta).values():
         lens = [int(mask[i].sum()) for i in rows]
+        if a.gae == "row":
+            for i, n, score in zip(rows, lens, row_scores(batch.meta, rows, a.invalid_penalty)):
+                if n:
+                    r = torch.zeros(n)
+                    r[-1] = score
+                    adv[i, :n], returns[i, :n] = token_gae(r, values[i, :n], a.gamma, a.lam)
+            continue
         r_seq, v_seq = [], []
         for i, n in zip(rows, lens):
             r = torch.zeros(n)
@@ -105,9 +134,14 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
             k += n
     batch["returns"] = returns
     batch["advantages"] = masked_whiten(adv, mask) if a.whiten_advantages else adv
+    m = mask.bool()
+    ret_var = returns[m].var() if m.sum() > 1 else torch.tensor(0.0)
+    explained = 1.0 - float((returns[m] - values[m]).var() / ret_var) if float(ret_var) > 0 else 0.0
     return {
         "adv/mean_abs_raw": float((adv.abs() * mask).sum() / mask.sum().clamp(min=1)),
+        "adv/std_raw": float(adv[m].std()) if m.sum() > 1 else 0.0,
         "critic/value_mean": float((values * mask).sum() / mask.sum().clamp(min=1)),
+        "critic/explained_variance": explained,  # 1 - Var(G - V) / Var(G) over response tokens
     }
 
 

@@ -20,9 +20,16 @@ Values the paper leaves to its supplement are arguments here; **our defaults** (
 ``tau_v = 5`` (a 5-logit gap reads as the full value; LM logit gaps are O(1-10)), ``r_max = 10`` (the 10 x success
 reward scale of ALFWorld/WebShop), ``value_coef = q_coef = 0.5`` (PPO's usual c_V), ``gamma = 0.99``,
 ``lam = 0.95`` (GAE's usual pair), ``value_clip = 0.2`` (in read-out units p, i.e. +-0.2 R_max per update),
-``invalid_coef = 0.1`` (same size as the invalid-action reward penalty), w+/w- = two unused embedding rows
-past the tokenizer when the checkpoint has them (Qwen2.5), else two added special tokens. The last turn
-of an episode has ``d_t = 1`` whether it terminated or was truncated (no state after it is rolled out).
+w+/w- = two unused embedding rows past the tokenizer when the checkpoint has them (Qwen2.5), else two added
+special tokens. The last turn of an episode has ``d_t = 1`` whether it terminated or was truncated (no state
+after it is rolled out).
+
+Two departures, each measured on the tiny-model check (baselines/README.md, "Why PPO and SAPO learned in only
+some seeds"): the value and Q losses train the *unclipped* read-out ``R_max (z+ - z-) / tau_v``
+(``train_raw_readout``; advantages still use the clipped one), because through ``clip`` a saturated read-out
+gets no gradient and stays saturated; and ``invalid_coef = 0`` by default, because the shared protocol's reward
+already subtracts ``invalid_penalty`` on an invalid turn and the paper's ``A~ = A - c_inv m_inv`` on top of it
+penalises the same action twice (:func:`check_args` refuses both at once).
 
 Run: ``python baselines/sapo.py --config baselines/configs/sapo_alfworld_qwen2.5-1.5b.yaml``
 """
@@ -68,29 +75,37 @@ class Args(BaseArgs):
     """c_Q (ours)"""
     value_clip: float = 0.2
     """clip of read-out updates in p units (ours); None disables"""
-    invalid_coef: float = 0.1
-    """c_inv, advantage penalty of invalid turns (ours)"""
+    invalid_coef: float = 0.0
+    """c_inv, the paper's advantage penalty of invalid turns (A~ = A - c_inv m_inv). Default 0: the shared protocol's
+    reward already subtracts ``invalid_penalty`` (0.1) on those turns, and the two together penalise an invalid
+    action twice; use ``invalid_coef > 0`` only with ``invalid_penalty: 0`` (the trainer refuses both)."""
+    train_raw_readout: bool = True
+    """value/Q losses on the unclipped read-out R_max (z+ - z-) / tau_v (ours; False: on the clipped one, whose
+    gradient is 0 once saturated)"""
     adv_eps: float = 1e-6
     """epsilon of the batch normalisation"""
     distributed: str = "ddp"
     """multi-GPU strategy under torchrun: ddp or fsdp"""
 
 
-def readout_p(readout: torch.Tensor, tau_v: float) -> torch.Tensor:
-    """``clip((z+ - z-) / tau_v, -1, 1)`` from ``(..., 2)`` raw logits of (w+, w-)."""
-    return ((readout[..., 0] - readout[..., 1]) / tau_v).clamp(-1.0, 1.0)
+def readout_p(readout: torch.Tensor, tau_v: float, *, clip: bool = True) -> torch.Tensor:
+    """``clip((z+ - z-) / tau_v, -1, 1)`` from ``(..., 2)`` raw logits of (w+, w-); ``clip=False``: the raw gap."""
+    p = (readout[..., 0] - readout[..., 1]) / tau_v
+    return p.clamp(-1.0, 1.0) if clip else p
 
 
-def state_action_readouts(readout: torch.Tensor, completion_mask: torch.Tensor, tau_v: float, r_max: float):
+def state_action_readouts(
+    readout: torch.Tensor, completion_mask: torch.Tensor, tau_v: float, r_max: float, *, clip: bool = True
+):
     """``V(s_t)`` and ``Q(s_t, a_t)`` per row from ``(B, T+1, 2)`` read-out logits.
 
     Column 0 is the last prompt token (state end); column ``L_b`` (the response length) is the last response
-    token (action end).
+    token (action end). ``clip=False`` returns ``R_max (z+ - z-) / tau_v`` unclipped (what the value losses train).
 
     Returns:
         ``(V, Q)``, each ``(B,)``.
     """
-    p = readout_p(readout, tau_v)  # (B, T+1)
+    p = readout_p(readout, tau_v, clip=clip)  # (B, T+1)
     last = completion_mask.sum(1).long().clamp(min=1)  # (B,) column of the action's last token
     v = r_max * p[:, 0]
     q = r_max * p.gather(1, last[:, None]).squeeze(1)
@@ -137,6 +152,7 @@ def batch_normalize(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
 
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     a = trainer.args
+    check_args(a)
     v_old, q_old = state_action_readouts(batch["readout"], batch["completion_mask"], a.tau_v, a.r_max)
     B = len(batch)
     pen = torch.zeros(B)
@@ -166,7 +182,15 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     batch["advantages"] = broadcast_turn_values(adv.tolist(), batch["completion_mask"])
     batch["v_old"], batch["q_old"], batch["y_v"], batch["y_q"] = v_old, q_old, y_v, y_q
     corr = float(torch.corrcoef(torch.stack([v_old, mc]))[0, 1]) if B > 2 and v_old.std() > 0 and mc.std() > 0 else 0.0
-    return {"sapo/v_mean": float(v_old.mean()), "sapo/q_mean": float(q_old.mean()), "sapo/value_return_corr": corr}
+    ro = batch["readout"]  # (B, T+1, 2) raw logits of (w+, w-)
+    return {
+        "sapo/v_mean": float(v_old.mean()),
+        "sapo/q_mean": float(q_old.mean()),
+        "sapo/value_return_corr": corr,
+        "sapo/adv_std_raw": float(pen.std()) if B > 1 else 0.0,
+        "sapo/readout_abs_logit": float(ro.abs().mean()),
+        "sapo/readout_saturated": float((v_old.abs() >= a.r_max).float().mean()),
+    }
 
 
 def _clipped_sq(new: torch.Tensor, old: torch.Tensor, target: torch.Tensor, clip: float | None) -> torch.Tensor:
@@ -184,7 +208,12 @@ def sapo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
     per_token_logps = out["per_token_logps"]  # (B, T)
     mask = mb["completion_mask"]
     pg_loss, stats = clipped_policy_loss(a, per_token_logps, mb, mask, n_tokens)
-    v_new, q_new = state_action_readouts(out["readout"], mask, a.tau_v, a.r_max)  # (B,), (B,)
+    # The losses train the *unclipped* read-out: through clip() a saturated read-out (|gap| >= tau_v) has zero
+    # gradient, so a value stuck at +-R_max could never come back (measured: up to 76% of states saturated
+    # and corr(V, return) falling to -0.2 on the tiny-model check). Inside [-1, 1] the two are the same.
+    v_new, q_new = state_action_readouts(
+        out["readout"], mask, a.tau_v, a.r_max, clip=not a.train_raw_readout
+    )  # (B,), (B,)
     clip = None if a.value_clip is None else a.value_clip * a.r_max
     l_v = _clipped_sq(v_new, mb["v_old"], mb["y_v"], clip).sum() / n_rows
     l_q = _clipped_sq(q_new, mb["q_old"], mb["y_q"], clip).sum() / n_rows
@@ -205,8 +234,18 @@ def sapo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
     return loss, result
 
 
+def check_args(args: Args) -> None:
+    """Refuse settings that penalise an invalid action twice (in the reward and in the advantage)."""
+    if args.invalid_coef > 0 and args.invalid_penalty > 0:
+        raise ValueError(
+            f"invalid_coef={args.invalid_coef} and invalid_penalty={args.invalid_penalty} both penalise invalid "
+            "actions: keep one (set --invalid-penalty 0 to use the advantage penalty, or --invalid-coef 0)"
+        )
+
+
 def train(args: Args) -> dict[str, float]:
     """Train with SAPO; returns the last iteration's metrics."""
+    check_args(args)
     return Trainer(args, algo="sapo", reserved_tokens=[W_PLUS, W_MINUS]).fit(compute_advantages, sapo_loss)
 
 

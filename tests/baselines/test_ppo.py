@@ -29,12 +29,20 @@ def test_token_gae_discounted_hand_values():
     torch.testing.assert_close(adv, torch.tensor([d0 + 0.9 * 0.5 * d1, d1]))
 
 
-def test_ppo_advantages_run_across_the_turns_of_an_episode():
+def _trainer(gae: str):
     class T:
         class args:
             gamma = 1.0
             lam = 1.0
             whiten_advantages = False
+            invalid_penalty = 0.1
+
+    T.args.gae = gae
+    return T
+
+
+def test_ppo_advantages_run_across_the_turns_of_an_episode():
+    T = _trainer("episode")
 
     meta = [
         {"episode": 0, "group": 0, "t": 0, "reward": 0.0},
@@ -46,6 +54,37 @@ def test_ppo_advantages_run_across_the_turns_of_an_episode():
     ppo.compute_advantages(T, batch)
     torch.testing.assert_close(batch["returns"], torch.tensor([[1.0, 1.0], [1.0, 0.0], [-0.1, 0.0]]))
     torch.testing.assert_close(batch["advantages"], torch.tensor([[0.9, 0.8], [0.7, 0.0], [-0.6, 0.0]]))
+
+
+def test_ppo_row_gae_puts_the_episode_reward_minus_the_turns_own_penalty_on_each_turn():
+    # verl-agent: each turn is its own GAE sequence scored with the episode reward; the invalid penalty stays per turn.
+    T = _trainer("row")
+    meta = [
+        {"episode": 0, "group": 0, "t": 0, "reward": -0.1, "valid": False},  # invalid first turn
+        {"episode": 0, "group": 0, "t": 1, "reward": 1.0, "valid": True},  # success
+        {"episode": 1, "group": 1, "t": 0, "reward": 0.0, "valid": True},
+    ]
+    batch = build_batch([[1], [1, 2], [3]], [[4, 5], [6], [7]], pad_id=0, meta=meta)
+    batch["values"] = torch.tensor([[0.1, 0.2], [0.3, 0.0], [0.5, 0.0]])
+    ppo.compute_advantages(T, batch)
+    # episode reward 1.0 (penalty added back); turn 0 keeps its own -0.1: score 0.9; turn 1: 1.0; episode 1: 0.0
+    torch.testing.assert_close(batch["returns"], torch.tensor([[0.9, 0.9], [1.0, 0.0], [0.0, 0.0]]))
+    torch.testing.assert_close(batch["advantages"], torch.tensor([[0.8, 0.7], [0.7, 0.0], [-0.5, 0.0]]))
+    # a later invalid turn: per row it costs that turn only; concatenated, it also lowers the turns before it
+    meta = [
+        {"episode": 0, "group": 0, "t": 0, "reward": 0.0, "valid": True},
+        {"episode": 0, "group": 0, "t": 1, "reward": -0.1, "valid": False},
+        {"episode": 0, "group": 0, "t": 2, "reward": 1.0, "valid": True},
+    ]
+    batch = build_batch([[1], [1], [1]], [[4], [5], [6]], pad_id=0, meta=meta)
+    batch["values"] = torch.zeros(3, 1)
+    ppo.compute_advantages(T, batch)
+    torch.testing.assert_close(batch["returns"][:, 0], torch.tensor([1.0, 0.9, 1.0]))
+    ppo.compute_advantages(_trainer("episode"), batch)
+    torch.testing.assert_close(batch["returns"][:, 0], torch.tensor([0.9, 0.9, 1.0]))
+    T.args.gae = "turns"
+    with pytest.raises(ValueError, match="gae must be"):
+        ppo.compute_advantages(T, batch)
 
 
 def test_masked_whiten():

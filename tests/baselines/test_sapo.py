@@ -74,6 +74,47 @@ def test_done_stops_the_recursion_inside_a_list():
     assert y_q == pytest.approx([1.0, 2.0])
 
 
+def test_an_invalid_turn_is_penalised_once_by_default(tmp_path):
+    """The reward carries invalid_penalty; the default c_inv = 0 adds nothing on top; both at once are refused."""
+    args = sapo.Args()
+    assert args.invalid_penalty == 0.1 and args.invalid_coef == 0.0
+
+    class T:
+        pass
+
+    T.args = args
+    meta = [
+        {"episode": 0, "group": 0, "t": 0, "reward": -0.1, "valid": False, "done": False},
+        {"episode": 0, "group": 0, "t": 1, "reward": 1.0, "valid": True, "done": True},
+        {"episode": 1, "group": 1, "t": 0, "reward": 0.0, "valid": True, "done": False},
+    ]
+    batch = build_batch([[1], [1], [2]], [[4], [5], [6]], pad_id=0, meta=meta)
+    batch["readout"] = torch.zeros(3, 2, 2)  # V = Q = 0 everywhere
+    sapo.compute_advantages(T, batch)
+    # with V = 0 the penalised advantages are the lambda-returns of the shaped rewards only
+    g, lam = args.gamma, args.lam
+    raw = torch.tensor([-0.1 + g * lam * 1.0, 1.0, 0.0])
+    torch.testing.assert_close(batch["advantages"][:, 0], sapo.batch_normalize(raw, args.adv_eps))
+    T.args = sapo.Args(invalid_coef=0.1)
+    with pytest.raises(ValueError, match="keep one"):
+        sapo.compute_advantages(T, batch)
+    T.args = sapo.Args(invalid_coef=0.1, invalid_penalty=0.0)
+    sapo.compute_advantages(T, batch)  # the paper's advantage form alone is allowed
+
+
+def test_value_losses_train_the_unclipped_readout():
+    """A saturated read-out (gap > tau_v) still gets a gradient towards its target (clip() would give none)."""
+    ro = torch.tensor([[[12.0, 0.0], [12.0, 0.0]]], requires_grad=True)  # gap 12 > tau_v 5: saturated
+    mask = torch.tensor([[1.0]])
+    v_clip, _ = sapo.state_action_readouts(ro, mask, 5.0, 1.0)
+    v_raw, _ = sapo.state_action_readouts(ro, mask, 5.0, 1.0, clip=False)
+    assert float(v_clip.detach()) == 1.0 and float(v_raw.detach()) == pytest.approx(2.4)
+    (g_clip,) = torch.autograd.grad((v_clip - 0.0).pow(2).sum(), ro)
+    (g_raw,) = torch.autograd.grad((v_raw - 0.0).pow(2).sum(), ro)
+    assert float(g_clip.abs().sum()) == 0.0 and float(g_raw[0, 0, 0]) > 0
+    assert sapo.Args().train_raw_readout
+
+
 def test_batch_normalisation():
     x = torch.tensor([1.0, 2.0, 3.0, 6.0])
     out = sapo.batch_normalize(x, 1e-6)
