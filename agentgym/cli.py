@@ -263,9 +263,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_expert_trajectories(args: argparse.Namespace) -> int:
+    """``data expert-trajectories ENV_ID --episodes N --out FILE``: the env expert's episodes as SFT data."""
+    from agentgym.agents import ExpertAgent
+    from agentgym.evaluation import run_episodes
+    from agentgym.records import seed_specs
+
+    if not args.out:
+        raise SystemExit("data expert-trajectories needs --out FILE (a JSONL episode log)")
+    result = run_episodes(
+        args.family,
+        ExpertAgent(),
+        seed_specs(args.episodes, seed=args.seed),
+        env_kwargs=_parse_kwargs(args.env_kwarg),
+        log_path=args.out,
+        progress=not args.quiet,
+    )
+    s = result.summary()
+    print(
+        f"{len(result.episodes)} expert episodes of {args.family} (seeds {args.seed}..{args.seed + args.episodes - 1}, "
+        f"success {s['success_rate']:.2f}) in {args.out}; train on them with "
+        f"`python baselines/sft.py --env-id {args.family} --data {args.out}`"
+    )
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     from agentgym import data
 
+    if args.action == "expert-trajectories":
+        return cmd_expert_trajectories(args)
     if args.action == "prepare":
         if not args.source:
             raise SystemExit("data prepare needs --from DIR_OR_FILE")
@@ -323,11 +350,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--trials", type=int, default=1, help="Reflexion trials per task (reflexion agents only)")
     sp.set_defaults(fn=cmd_eval)
 
-    sp = sub.add_parser("data", help="download or prepare a data set")
-    sp.add_argument("action", choices=["download", "prepare"])
-    sp.add_argument("family", help="alfworld | webshop | hotpotqa")
+    sp = sub.add_parser("data", help="download or prepare a data set; write expert trajectories (SFT data)")
+    sp.add_argument("action", choices=["download", "prepare", "expert-trajectories"])
+    sp.add_argument("family", help="alfworld | webshop | hotpotqa; for expert-trajectories an env id")
     sp.add_argument("--from", dest="source", help="local copy to prepare from")
     sp.add_argument("--dest", help="data root (default: $AGENTGYM_DATA or the user data dir)")
+    # expert-trajectories (SFT data for baselines/sft.py): episode i resets with seed+i
+    sp.add_argument("--episodes", type=int, default=100, help="expert-trajectories: episodes to play")
+    sp.add_argument("--seed", type=int, default=0, help="expert-trajectories: first reset seed (evals use 100000+)")
+    sp.add_argument("--out", help="expert-trajectories: JSONL episode log to write (appended, resumed)")
+    sp.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE")
+    sp.add_argument("--quiet", action="store_true", help="no progress bar")
     sp.set_defaults(fn=cmd_data)
 
     for name, (target, help_text) in DELEGATED.items():
