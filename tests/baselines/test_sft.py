@@ -4,6 +4,7 @@ exact resume, ``--init-from`` for the RL baselines, and ``agentgym data expert-t
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -16,6 +17,7 @@ from agentgym.rl.trainer import Trainer, param_vector
 from baselines import grpo, sft
 
 ENV = "agentgym/FrozenLakeNotSlippery-v0"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def tiny_args(tmp_path, **kw) -> sft.Args:
@@ -207,3 +209,31 @@ def test_cli_expert_trajectories_writes_successful_expert_episodes(tmp_path, cap
     assert sorted(ep.seed for ep in episodes) == [3, 4, 5, 6, 7]
     assert all(ep.success and ep.agent == "expert" for ep in episodes)
     assert "baselines/sft.py" in capsys.readouterr().out
+
+
+CPU_CONFIGS = sorted((ROOT / "baselines" / "configs" / "cpu").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CPU_CONFIGS, ids=lambda p: p.stem)
+def test_cpu_configs_load_and_share_the_sft_prompt_window(path):
+    import importlib
+
+    from agentgym.rl.config import load_config_file, make_args
+
+    cfg = load_config_file(path)
+    args = make_args(importlib.import_module(f"baselines.{path.stem.split('_')[0]}").Args, cfg)
+    sft_cfg = load_config_file(path.parent / "sft_smollm2_frozenlake.yaml")
+    assert args.model == "smollm2" and args.env_id == sft_cfg["env_id"]
+    # the RL stages see the prompts the SFT stage trained on
+    assert args.history_length == sft_cfg["history_length"] and args.max_new_tokens == sft_cfg["max_new_tokens"]
+    assert args.prompt_style == sft.Args().prompt_style
+
+
+def test_cpu_rl_configs_have_equal_env_episode_budgets_from_the_sft_run():
+    from agentgym.rl.config import load_config_file
+
+    rl = [load_config_file(p) for p in CPU_CONFIGS if not p.stem.startswith("sft") and "demo" not in p.stem]
+    assert len(rl) >= 2
+    budgets = {c["exp_name"]: c["num_tasks"] * c.get("group_size", 1) * c["total_iterations"] for c in rl}
+    assert len(set(budgets.values())) == 1, budgets
+    assert all(c["init_from"] == "runs/sft_smollm2_frozenlake" for c in rl)
