@@ -98,6 +98,7 @@ def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict) -> di
         temperature=0.0,
         max_new_tokens=cfg["max_new_tokens"],
         history_length=cfg["history_length"],
+        style=cfg.get("prompt_style"),
         seed=0,
         name=name,
     )

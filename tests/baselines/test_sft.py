@@ -226,7 +226,7 @@ def test_cpu_configs_load_and_share_the_sft_prompt_window(path):
     assert args.model == "smollm2" and args.env_id == sft_cfg["env_id"]
     # the RL stages see the prompts the SFT stage trained on
     assert args.history_length == sft_cfg["history_length"] and args.max_new_tokens == sft_cfg["max_new_tokens"]
-    assert args.prompt_style == sft.Args().prompt_style
+    assert args.prompt_style == sft_cfg["prompt_style"]
 
 
 def test_cpu_rl_configs_have_equal_env_episode_budgets_from_the_sft_run():
