@@ -352,9 +352,36 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_expert_trajectories(args: argparse.Namespace) -> int:
+    """``data expert-trajectories ENV_ID --episodes N --out FILE``: the env expert's episodes as SFT data."""
+    from agentgym.agents import ExpertAgent
+    from agentgym.evaluation import run_episodes
+    from agentgym.records import seed_specs
+
+    if not args.out:
+        raise SystemExit("data expert-trajectories needs --out FILE (a JSONL episode log)")
+    result = run_episodes(
+        args.family,
+        ExpertAgent(),
+        seed_specs(args.episodes, seed=args.seed),
+        env_kwargs=_parse_kwargs(args.env_kwarg),
+        log_path=args.out,
+        progress=not args.quiet,
+    )
+    s = result.summary()
+    print(
+        f"{len(result.episodes)} expert episodes of {args.family} (seeds {args.seed}..{args.seed + args.episodes - 1}, "
+        f"success {s['success_rate']:.2f}) in {args.out}; train on them with "
+        f"`python baselines/sft.py --env-id {args.family} --data {args.out}`"
+    )
+    return 0
+
+
 def cmd_data(args: argparse.Namespace) -> int:
     from agentgym import data
 
+    if args.action == "expert-trajectories":
+        return cmd_expert_trajectories(args)
     if args.action == "verify":  # envs lane (issue 20.4): hash the data files against the shipped manifest
         problems = data.verify([args.family] if args.family else None)
         if problems:
@@ -456,17 +483,26 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--trials", type=int, default=1, help="Reflexion trials per task (reflexion agents only)")
     sp.set_defaults(fn=cmd_eval)
 
-    sp = _parser(sub, "data", "download, prepare or verify a data set")
+    sp = _parser(sub, "data", "download, prepare or verify a data set; write expert trajectories (SFT data)")
     sp.add_argument(
         "action",
-        choices=["download", "prepare", "verify"],
-        help="download (needs internet), prepare --from DIR, or verify the files against the sha256 manifest",
+        choices=["download", "prepare", "verify", "expert-trajectories"],
+        help="download (needs internet), prepare --from DIR, verify the files against the sha256 manifest, "
+        "or expert-trajectories (play the env's expert, write an episode log for baselines/sft.py)",
     )
-    sp.add_argument("family", nargs="?", help="alfworld | webshop | hotpotqa (verify: default all)")
+    sp.add_argument(
+        "family", nargs="?", help="alfworld | webshop | hotpotqa (verify: default all); expert-trajectories: an env id"
+    )
     sp.add_argument("--from", dest="source", help="local copy to prepare from (needed by prepare)")
     sp.add_argument("--compile", action="store_true", help="alfworld: compile a split's games into the disk cache")
     sp.add_argument("--split", help="with --compile: the split (default: train)")
     sp.add_argument("--dest", help="data root (default: $AGENTGYM_DATA or the per-user data dir)")
+    # expert-trajectories (SFT data for baselines/sft.py): episode i resets with seed+i
+    sp.add_argument("--episodes", type=int, default=100, help="expert-trajectories: episodes to play")
+    sp.add_argument("--seed", type=int, default=0, help="expert-trajectories: first reset seed (evals use 100000+)")
+    sp.add_argument("--out", help="expert-trajectories: JSONL episode log to write (appended, resumed)")
+    sp.add_argument("--env-kwarg", action="append", metavar="KEY=VALUE", help="expert-trajectories: gym.make kwarg")
+    sp.add_argument("--quiet", action="store_true", help="expert-trajectories: no progress bar")
     sp.set_defaults(fn=cmd_data)
 
     for name, (target, help_text) in DELEGATED.items():

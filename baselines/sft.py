@@ -1,0 +1,325 @@
+"""SFT / behaviour cloning on episode logs: the stage before RL (AgentGym's BC, SEED's SFT, TRL's ``SFTTrainer``).
+
+The data are our JSONL episode logs; by default the env expert's own trajectories (BFS solver, value
+iteration, walkthroughs), played here with :class:`~agentgym.agents.ExpertAgent` into
+``runs/<exp>/expert.jsonl`` (``agentgym data expert-trajectories`` writes the same file). Every step of
+every kept episode becomes one training row, rendered exactly as an RL rollout renders it: the same
+prompt template (``prompt_style``), history window (``history_length``) and prompt cap
+(``max_prompt_tokens``) build the prompt from the logged observations and actions, so a model SFT'd here
+sees at RL time the very prompts it was trained on. The target is the assistant turn the template asks
+for, ``<think>…</think> <action>…</action>``: the logged model output when the log has one (filtered
+behaviour cloning / rejection sampling of a model's own successes), else ``expert_think`` plus the
+expert's action. The loss is the token-mean negative log-likelihood of the target tokens only (the
+``completion_mask`` of :func:`agentgym.rl.batch.build_batch`; prompt tokens never train).
+
+One iteration is one epoch over the rows, in shuffled mini-batches (``mini_batch_size``) through the
+shared :meth:`Trainer.update` (gradient accumulation, clipping, AdamW). Validation (``val_every``)
+plays ``val_tasks`` episodes with the model and logs success and invalid-action rates. At the end the
+run folder holds the usual checkpoint (``--init-from runs/<exp>/`` starts an RL baseline from it), the
+weights as a plain HF folder ``runs/<exp>/model`` (``agentgym eval --agent hf:runs/<exp>/model``),
+``metrics.jsonl`` and ``learning_curve.png``.
+
+Run: ``python baselines/sft.py --config baselines/configs/cpu/sft_smollm2_frozenlake.yaml``
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):  # `python baselines/sft.py`: make the checkout importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np
+import torch
+
+from agentgym.episodes import Episode, read_episodes
+from agentgym.records import AgentInput, seed_specs
+from agentgym.rl.batch import TurnBatch, build_batch
+from agentgym.rl.config import Args as BaseArgs
+from agentgym.rl.config import parse_args
+from agentgym.rl.logprobs import forward_completion
+from agentgym.rl.losses import masked_sum
+from agentgym.rl.rollout import _fit_prompt
+from agentgym.rl.trainer import Trainer
+
+
+@dataclass
+class Args(BaseArgs):
+    """SFT settings (the shared ones are in ``agentgym.rl.config.Args``; RL-only fields are unused)."""
+
+    env_id: str = "agentgym/FrozenLakeNotSlippery-v0"
+    """env whose episodes are trained on (and validated on)"""
+    data: list[str] = field(default_factory=list)
+    """episode logs (JSONL) to train on; empty: play ``expert_episodes`` expert episodes into the run folder"""
+    expert_episodes: int = 64
+    """expert episodes to play when ``data`` is empty"""
+    expert_seed: int = 0
+    """first reset seed of the expert episodes (the eval suites use 100000-100099: keep clear of them)"""
+    successful_only: bool = True
+    """train only on episodes that solved their task"""
+    expert_think: str = "I take the move that brings me closest to solving the task."
+    """the ``<think>`` text of targets built from steps without a model output (scripted experts)"""
+    total_iterations: int = 3
+    """epochs over the SFT rows"""
+    learning_rate: float = 1e-4
+    """AdamW learning rate"""
+    mini_batch_size: int = 16
+    """rows per optimizer step"""
+    micro_batch_size: int = 8
+    """rows per forward/backward"""
+    beta: float = 0.0
+    """unused by SFT (no reference model)"""
+    entropy_coef: float = 0.0
+    """unused by SFT"""
+    save_every: int = 0
+    """checkpoint every N epochs (0: only at the end)"""
+    export_model: bool = True
+    """also write the final weights as a plain HF folder ``runs/<exp>/model``"""
+
+
+# -- data: episode logs -> (prompt ids, target ids) rows ----------------------------------------------------
+def expert_trajectories(env_id: str, n: int, *, seed: int = 0, log: str | Path, env_kwargs=None) -> list[Episode]:
+    """Play ``n`` episodes (seeds ``seed..seed+n-1``) with the env's expert into the JSONL ``log`` (resumable)."""
+    from agentgym.agents import ExpertAgent
+    from agentgym.evaluation import run_episodes
+
+    return run_episodes(env_id, ExpertAgent(), seed_specs(n, seed=seed), env_kwargs=env_kwargs, log_path=log).episodes
+
+
+def episode_inputs(ep: Episode) -> Iterator[tuple[AgentInput, int]]:
+    """The :class:`AgentInput` of every step of a logged episode (what the agent saw), with the step index.
+
+    Rebuilt as the rollout engine builds it: the observation and info the step acted on, the reset
+    observation, and the (observation, action) pairs before it.
+    """
+    obs, info = ep.reset_observation, ep.reset_info
+    history: list[tuple[str, str]] = []
+    for t, step in enumerate(ep.steps):
+        task_id = info.get("task_id")
+        yield (
+            AgentInput(
+                env_id=ep.env_id,
+                observation=obs,
+                info=info,
+                first_observation=ep.reset_observation,
+                history=list(history),
+                task_id=None if task_id is None else str(task_id),
+            ),
+            t,
+        )
+        history.append((obs, step.action))
+        obs, info = step.observation, step.info
+
+
+def step_target(ep: Episode, t: int, think: str) -> str | None:
+    """The assistant text to train on for step ``t``; None when the step must not be cloned.
+
+    A logged model output is used when it parsed (``extras["format_valid"]`` is not False); a step without
+    output (a scripted expert) gets ``<think>{think}</think> <action>{action}</action>``. Steps the env
+    rejected are skipped.
+    """
+    step = ep.steps[t]
+    if not step.info.get("is_action_valid", True) or not step.action:
+        return None
+    if step.output is not None:
+        return step.output if step.extras.get("format_valid", True) else None
+    return f"<think>{think}</think> <action>{step.action}</action>"
+
+
+def sft_rows(
+    episodes: list[Episode], template, tokenizer, args: Args
+) -> tuple[list[list[int]], list[list[int]], dict[str, float]]:
+    """Prompt and target token ids of every clonable step (see the module docstring), and counts."""
+    prompts, targets = [], []
+    kept = 0
+    for ep in episodes:
+        if ep.env_id != args.env_id:
+            raise ValueError(f"an episode of {ep.env_id} in the SFT data of {args.env_id}: one env per run")
+        if args.successful_only and not ep.success:
+            continue
+        kept += 1
+        for inp, t in episode_inputs(ep):
+            text = step_target(ep, t, args.expert_think)
+            if text is None:
+                continue
+            _, ids, _ = _fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, {})
+            prompts.append(ids)
+            targets.append(list(tokenizer(text, add_special_tokens=False)["input_ids"]))
+    stats = {"sft/episodes": float(len(episodes)), "sft/episodes_kept": float(kept), "sft/rows": float(len(prompts))}
+    return prompts, targets, stats
+
+
+def load_data(trainer: Trainer, args: Args) -> list[Episode]:
+    """The episodes named by ``args.data``, or freshly played expert episodes."""
+    if args.data:
+        episodes: list[Episode] = []
+        for path in args.data:
+            if not Path(path).exists():
+                raise FileNotFoundError(
+                    f"no episode log at {path}: write one with "
+                    f"`agentgym data expert-trajectories {args.env_id} --episodes N --out {path}`"
+                )
+            episodes += read_episodes(path)
+        return episodes
+    trainer.run_dir.mkdir(parents=True, exist_ok=True)
+    log = trainer.run_dir / "expert.jsonl"
+    return expert_trajectories(
+        args.env_id, args.expert_episodes, seed=args.expert_seed, log=log, env_kwargs=args.env_kwargs or None
+    )
+
+
+# -- loss -----------------------------------------------------------------------------------------------
+def sft_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
+    """Token-mean NLL of the target tokens: ``-sum(completion_mask * per_token_logps) / n_tokens``.
+
+    Log-probs at temperature 1 (the trainer's sampling temperature plays no part in a likelihood).
+    """
+    with trainer.autocast():
+        out = forward_completion(
+            trainer.model,
+            mb["input_ids"],
+            mb["attention_mask"],
+            mb.completion_length,
+            temperature=1.0,
+            chunk_size=trainer.args.logprob_chunk_size,
+        )
+    per_token_logps = out["per_token_logps"]  # (B, T)
+    mask = mb["completion_mask"]  # (B, T), 1 on target tokens only
+    loss = -masked_sum(per_token_logps, mask) / n_tokens
+    # reported as this micro-batch's token mean (Trainer.update averages it weighted by tokens)
+    return loss, {"losses/sft_loss": loss.detach() * n_tokens / max(float(mask.sum()), 1.0)}
+
+
+@torch.no_grad()
+def mean_nll(trainer: Trainer, batch: TurnBatch) -> float:
+    """Token-mean NLL of ``batch``'s targets under the current model (no update)."""
+    total = tokens = 0.0
+    was_training = trainer.model.training
+    trainer.model.eval()
+    mbs = max(1, trainer.args.micro_batch_size)
+    for s in range(0, len(batch), mbs):
+        mb = batch.select(list(range(s, min(len(batch), s + mbs)))).to(trainer.device)
+        n = float(mb["completion_mask"].sum())
+        total += float(sft_loss(trainer, mb, max(n, 1.0), 0.0)[0]) * n
+        tokens += n
+    if was_training:
+        trainer.model.train()
+    return total / max(tokens, 1.0)
+
+
+# -- validation -----------------------------------------------------------------------------------------
+@torch.no_grad()
+def validate(trainer: Trainer) -> dict[str, float]:
+    """Play ``val_tasks`` fixed-seed episodes (``Trainer.validate``'s seeds) with the model: success and invalid rates."""
+    from agentgym.records import EpisodeSpec
+
+    a = trainer.args
+    tasks = [EpisodeSpec(seed=10_000_000 + i) for i in range(a.val_tasks)]
+    rb = trainer.rollout(tasks, group_size=1, temperature=a.val_temperature, seed=a.seed + 7)
+    return {"val/success_rate": rb.success_rate(), "val/invalid_action_rate": rb.invalid_action_rate()}
+
+
+def plot_sft_curve(history: list[dict[str, float]], path: Path, *, title: str) -> Path | None:
+    """PNG of the SFT loss per epoch and, when validated, the validation success and invalid rates."""
+    rows = [r for r in history if "losses/sft_loss" in r]
+    if not rows:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.2))
+    axes[0].plot([r["iteration"] for r in rows], [r["losses/sft_loss"] for r in rows], "o-")
+    axes[0].set_ylabel("SFT loss (token-mean NLL)")
+    val = [r for r in history if "val/success_rate" in r]
+    if val:
+        it = [r["iteration"] for r in val]
+        axes[1].plot(it, [r["val/success_rate"] for r in val], "o-", label="success")
+        axes[1].plot(it, [r["val/invalid_action_rate"] for r in val], "s--", label="invalid actions")
+        axes[1].legend()
+    axes[1].set_ylabel("validation rate")
+    axes[1].set_ylim(-0.02, 1.02)
+    for ax in axes:
+        ax.set_xlabel("epoch")
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+# -- the loop -------------------------------------------------------------------------------------------
+def train(args: Args) -> dict[str, float]:
+    """Fine-tune on the episode logs; returns the last epoch's metrics."""
+    trainer = Trainer(args, algo="sft")
+    episodes = load_data(trainer, args)
+    prompts, targets, data_stats = sft_rows(episodes, trainer.template, trainer.tokenizer, args)
+    if not prompts:
+        raise ValueError(
+            f"no SFT rows in {len(episodes)} episode(s) of {args.env_id}: "
+            + ("none solved its task (pass --no-successful-only to clone them anyway)" if args.successful_only else "")
+        )
+    pad = trainer.tokenizer.pad_token_id
+    batch = build_batch(prompts, targets, pad_id=int(pad if pad is not None else trainer.tokenizer.eos_token_id))
+    data_stats["sft/target_tokens"] = float(batch["completion_mask"].sum())
+    last: dict[str, float] = {}
+    done_here = 0
+    if trainer.iteration == 0 and args.val_every:
+        trainer.logger.log(0, validate(trainer))  # the starting model, for the curve
+    while trainer.iteration < args.total_iterations:
+        it = trainer.iteration
+        t0 = time.perf_counter()
+        stats = trainer.update(batch, sft_loss, iteration=it)
+        elapsed = time.perf_counter() - t0
+        metrics = {
+            **data_stats,
+            **stats,
+            "charts/SPS": len(batch) / max(elapsed, 1e-9),
+            "perf/train_tokens": float(batch["attention_mask"].sum()),
+            "time/update_s": elapsed,
+            "time/iteration_s": elapsed,
+        }
+        if args.val_every and (it + 1) % args.val_every == 0:
+            metrics.update(validate(trainer))
+        trainer.iteration = it + 1
+        trainer.logger.log(trainer.iteration, metrics)
+        last = metrics
+        done_here += 1
+        if args.progress:
+            print(f"sft epoch {trainer.iteration}/{args.total_iterations}: " + _fmt(metrics), flush=True)
+        final = trainer.iteration >= args.total_iterations
+        if (args.save_every and trainer.iteration % args.save_every == 0) or final:
+            trainer.save()
+        if args.stop_after is not None and done_here >= args.stop_after:
+            break
+    if trainer.iteration >= args.total_iterations:
+        if args.export_model:
+            out = trainer.run_dir / "model"
+            trainer.model.save_pretrained(out)
+            trainer.tokenizer.save_pretrained(out)
+        if args.plot:
+            plot_sft_curve(trainer.logger.history, trainer.run_dir / "learning_curve.png", title=f"sft {args.env_id}")
+    trainer.logger.close()
+    if trainer._pool is not None:
+        trainer._pool.close()
+    return last
+
+
+def _fmt(metrics: dict[str, float]) -> str:
+    keys = ("losses/sft_loss", "val/success_rate", "val/invalid_action_rate", "time/iteration_s")
+    return "  ".join(f"{k.split('/')[-1]}={metrics[k]:.3f}" for k in keys if k in metrics and np.isfinite(metrics[k]))
+
+
+def main(argv: list[str] | None = None) -> dict[str, float]:
+    return train(parse_args(Args, argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""SFT: rows rendered as the rollouts render them, loss on target tokens only, a tiny run lowers the loss,
+exact resume, ``--init-from`` for the RL baselines, and ``agentgym data expert-trajectories``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from agentgym.episodes import JsonlWriter, read_episodes
+from agentgym.records import seed_specs
+from agentgym.rl.batch import build_batch
+from agentgym.rl.rollout import collect_rollouts
+from agentgym.rl.trainer import Trainer, param_vector
+from baselines import grpo, sft
+
+ENV = "agentgym/FrozenLakeNotSlippery-v0"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def tiny_args(tmp_path, **kw) -> sft.Args:
+    base = dict(
+        model="tiny",
+        env_id=ENV,
+        output_dir=str(tmp_path),
+        exp_name="sft",
+        expert_episodes=16,
+        total_iterations=3,
+        learning_rate=1e-3,
+        mini_batch_size=8,
+        history_length=1,
+        max_new_tokens=24,
+        progress=False,
+        plot=False,
+    )
+    base.update(kw)
+    return sft.Args(**base)
+
+
+def expert_rows(trainer: Trainer, args: sft.Args, tmp_path, n: int = 4):
+    episodes = sft.expert_trajectories(ENV, n, log=tmp_path / "expert.jsonl")
+    return sft.sft_rows(episodes, trainer.template, trainer.tokenizer, args)
+
+
+def test_rows_are_the_prompts_the_rollout_engine_builds(tmp_path):
+    """Prompts rebuilt from an episode log equal, token for token, the prompts the RL rollout played them with."""
+    args = tiny_args(tmp_path, history_length=2)
+    trainer = Trainer(args, algo="sft")
+    log = tmp_path / "played.jsonl"
+    with JsonlWriter(log) as writer:
+        rb = collect_rollouts(
+            trainer.generator,
+            trainer.tokenizer,
+            ENV,
+            seed_specs(3, seed=5),
+            template=trainer.template,
+            history_length=args.history_length,
+            max_prompt_tokens=args.max_prompt_tokens,
+            max_new_tokens=8,
+            hooks=[writer],
+            seed=0,
+        )
+    episodes = read_episodes(log)
+    assert len(episodes) == 3
+    compared = 0
+    for e, ep in enumerate(sorted(episodes, key=lambda ep: ep.extras["episode_index"])):
+        turns = rb.episode_turns(e)
+        rebuilt = list(sft.episode_inputs(ep))
+        assert len(rebuilt) == len(turns) == len(ep.steps)
+        for (inp, t), turn in zip(rebuilt, turns):
+            _, ids, _ = sft._fit_prompt(trainer.template, trainer.tokenizer, inp, args.history_length, 2048, {})
+            assert ids == turn.prompt_ids, f"episode {e} turn {t}: the SFT prompt differs from the rollout's"
+            compared += 1
+    assert compared >= 3 * 2  # random tiny-model actions are mostly invalid: episodes run several turns
+
+
+def test_expert_targets_are_the_template_answer_format(tmp_path):
+    args = tiny_args(tmp_path)
+    trainer = Trainer(args, algo="sft")
+    episodes = sft.expert_trajectories(ENV, 4, log=tmp_path / "expert.jsonl")
+    prompts, targets, stats = sft.sft_rows(episodes, trainer.template, trainer.tokenizer, args)
+    assert stats["sft/rows"] == sum(len(ep.steps) for ep in episodes) == len(prompts)
+    texts = [trainer.tokenizer.decode(t) for t in targets]
+    actions = [s.action for ep in episodes for s in ep.steps]
+    for text, action in zip(texts, actions):
+        parsed = trainer.template.parse(text)
+        assert parsed.valid and parsed.action == action and parsed.think == args.expert_think
+
+
+def test_sft_loss_is_the_nll_of_the_target_tokens_only(tmp_path):
+    """The loss equals the mean NLL over target tokens computed by hand; counting the prompt gives another value."""
+    args = tiny_args(tmp_path)
+    trainer = Trainer(args, algo="sft")
+    prompts, targets, _ = expert_rows(trainer, args, tmp_path, n=2)
+    prompts, targets = prompts[:3], targets[:3]
+    batch = build_batch(prompts, targets, pad_id=int(trainer.tokenizer.pad_token_id))
+    # the mask covers exactly the target tokens of each row
+    T = batch.completion_length
+    for i, tgt in enumerate(targets):
+        masked = batch["input_ids"][i, -T:][batch["completion_mask"][i].bool()].tolist()
+        assert masked == tgt
+    n_tokens = float(batch["completion_mask"].sum())
+    loss, stats = sft.sft_loss(trainer, batch, n_tokens, float(len(batch)))
+
+    # by hand: each row unpadded, log-softmax of the next-token logits
+    model = trainer.model
+    target_nll = prompt_nll = 0.0
+    n_prompt = 0
+    with torch.no_grad():
+        for p, r in zip(prompts, targets):
+            ids = torch.tensor([p + r])
+            logp = torch.log_softmax(model(ids).logits[0, :-1].float(), -1)  # (L-1, V)
+            nll = -logp.gather(1, ids[0, 1:, None])[:, 0]  # (L-1,) NLL of token k+1
+            target_nll += float(nll[len(p) - 1 :].sum())
+            prompt_nll += float(nll[: len(p) - 1].sum())
+            n_prompt += len(p) - 1
+    expected = target_nll / n_tokens
+    assert float(loss.detach()) == pytest.approx(expected, rel=1e-4)
+    assert float(stats["losses/sft_loss"]) == pytest.approx(expected, rel=1e-4)
+    with_prompt = (target_nll + prompt_nll) / (n_tokens + n_prompt)
+    assert abs(with_prompt - expected) > 1e-3  # the check above would catch a loss that trained the prompt
+
+    # a changed target token changes the loss (the targets are what is scored)
+    changed = [r[:-1] + [(r[-1] + 1) % len(trainer.tokenizer)] for r in targets]
+    other = build_batch(prompts, changed, pad_id=int(trainer.tokenizer.pad_token_id))
+    assert float(sft.sft_loss(trainer, other, n_tokens, 3.0)[0]) != pytest.approx(float(loss), rel=1e-6)
+
+
+@pytest.fixture(scope="module")
+def sft_run(tmp_path_factory):
+    """A tiny-model SFT run on FrozenLake expert data (shared by the tests below)."""
+    tmp = tmp_path_factory.mktemp("sft")
+    args = tiny_args(tmp, expert_episodes=16, total_iterations=4)
+    last = sft.train(args)
+    return args, last
+
+
+def test_tiny_sft_run_lowers_the_loss_on_expert_data(sft_run, tmp_path):
+    args, last = sft_run
+    rows = [json.loads(line) for line in open(args.run_dir / "metrics.jsonl")]
+    losses = [r["losses/sft_loss"] for r in rows if "losses/sft_loss" in r]
+    assert len(losses) == args.total_iterations
+    assert all(b < a for a, b in zip(losses, losses[1:])), losses
+    # measured with no update: the trained weights vs the same tiny model untrained, on the run's data
+    fresh = Trainer(tiny_args(tmp_path / "fresh", exp_name="fresh"), algo="sft")
+    trained = Trainer(tiny_args(tmp_path / "trained", exp_name="trained", init_from=str(args.run_dir)), algo="sft")
+    episodes = read_episodes(args.run_dir / "expert.jsonl")
+    prompts, targets, _ = sft.sft_rows(episodes, fresh.template, fresh.tokenizer, args)
+    batch = build_batch(prompts, targets, pad_id=int(fresh.tokenizer.pad_token_id))
+    before, after = sft.mean_nll(fresh, batch), sft.mean_nll(trained, batch)
+    assert after < 0.6 * before, (before, after)
+    assert (args.run_dir / "model" / "config.json").exists()  # the HF folder for `agentgym eval --agent hf:...`
+
+
+def test_init_from_loads_the_sft_checkpoint_into_an_rl_baseline(sft_run, tmp_path):
+    args, _ = sft_run
+    from agentgym.rl.checkpoint import latest_checkpoint, load_checkpoint
+
+    state = load_checkpoint(latest_checkpoint(args.run_dir), restore_rng=False)
+
+    def same(model) -> bool:
+        mine = model.state_dict()
+        return all(torch.equal(mine[k].cpu(), v) for k, v in state["model"].items())
+
+    rl_args = grpo.Args(
+        model="tiny", env_id=ENV, output_dir=str(tmp_path), exp_name="g", seed=7, progress=False, beta=0.01
+    )
+    assert not same(Trainer(rl_args, algo="grpo").model)
+    rl_args.init_from = str(args.run_dir)
+    rl_args.exp_name = "g2"
+    trainer = Trainer(rl_args, algo="grpo")
+    assert same(trainer.model)
+    assert same(trainer.ref_model)  # KL is measured to the SFT start
+    assert trainer.iteration == 0  # weights only: the RL run starts at iteration 0 with a fresh optimizer
+
+
+def test_init_from_errors_say_what_to_pass(sft_run, tmp_path):
+    args, _ = sft_run
+    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+        Trainer(grpo.Args(model="tiny", output_dir=str(tmp_path), init_from=str(tmp_path / "nothing")), algo="grpo")
+    from agentgym.rl.checkpoint import load_model_weights
+
+    with pytest.raises(ValueError, match="--model tiny"):
+        load_model_weights(torch.nn.Linear(1, 1), args.run_dir, model_name="smollm2")
+
+
+def test_sft_resume_is_exact(tmp_path):
+    args = tiny_args(tmp_path, exp_name="full", expert_episodes=6, total_iterations=2, save_every=1)
+    sft.train(args)
+    full = param_vector(Trainer(tiny_args(tmp_path, exp_name="x", init_from=str(args.run_dir)), algo="sft").model)
+    part = tiny_args(tmp_path, exp_name="part", expert_episodes=6, total_iterations=2, save_every=1, stop_after=1)
+    sft.train(part)
+    part.stop_after, part.resume = None, True
+    sft.train(part)
+    resumed = param_vector(Trainer(tiny_args(tmp_path, exp_name="y", init_from=str(part.run_dir)), algo="sft").model)
+    assert torch.equal(full, resumed)
+
+
+def test_cli_expert_trajectories_writes_successful_expert_episodes(tmp_path, capsys):
+    from agentgym.cli import main
+
+    out = tmp_path / "fl.jsonl"
+    assert (
+        main(["data", "expert-trajectories", ENV, "--episodes", "5", "--seed", "3", "--out", str(out), "--quiet"]) == 0
+    )
+    episodes = read_episodes(out)
+    assert sorted(ep.seed for ep in episodes) == [3, 4, 5, 6, 7]
+    assert all(ep.success and ep.agent == "expert" for ep in episodes)
+    assert "baselines/sft.py" in capsys.readouterr().out
+
+
+CPU_CONFIGS = sorted((ROOT / "baselines" / "configs" / "cpu").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", CPU_CONFIGS, ids=lambda p: p.stem)
+def test_cpu_configs_load_and_share_the_sft_prompt_window(path):
+    import importlib
+
+    from agentgym.rl.config import load_config_file, make_args
+
+    cfg = load_config_file(path)
+    args = make_args(importlib.import_module(f"baselines.{path.stem.split('_')[0]}").Args, cfg)
+    sft_cfg = load_config_file(path.parent / "sft_smollm2_frozenlake.yaml")
+    assert args.model == "smollm2" and args.env_id == sft_cfg["env_id"]
+    # the RL stages see the prompts the SFT stage trained on
+    assert args.history_length == sft_cfg["history_length"] and args.max_new_tokens == sft_cfg["max_new_tokens"]
+    assert args.prompt_style == sft_cfg["prompt_style"]
+
+
+def test_cpu_rl_configs_have_equal_env_episode_budgets_from_the_sft_run():
+    from agentgym.rl.config import load_config_file
+
+    rl = [load_config_file(p) for p in CPU_CONFIGS if not p.stem.startswith("sft") and "demo" not in p.stem]
+    assert len(rl) >= 2
+    budgets = {c["exp_name"]: c["num_tasks"] * c.get("group_size", 1) * c["total_iterations"] for c in rl}
+    assert len(set(budgets.values())) == 1, budgets
+    assert all(c["init_from"] == "runs/sft_smollm2_frozenlake" for c in rl)
