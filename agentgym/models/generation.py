@@ -275,6 +275,16 @@ class VLLMGenerator:
         self.tokenizer = tokenizer
         self.llm = vllm.LLM(model=str(model), **engine_kwargs)
 
+    def load_weights(self, state_dict: dict[str, Any]) -> None:
+        """Replace the engine's weights in place (HF names, whole tensors) and drop its prefix cache.
+
+        Goes through vLLM's ``Worker.reload_weights``, which maps HF checkpoint names onto vLLM's fused
+        layers (qkv, gate/up) exactly as loading a checkpoint does.
+        """
+        weights = [(name, tensor.detach().contiguous()) for name, tensor in state_dict.items()]
+        self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
+        self.llm.reset_prefix_cache()
+
     def generate(
         self,
         prompts: list[list[int]],

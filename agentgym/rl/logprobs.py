@@ -31,6 +31,8 @@ def position_ids_from_mask(attention_mask: torch.Tensor) -> torch.Tensor:
 
 def _backbone_and_head(model: Any) -> tuple[Any, Any]:
     inner = getattr(model, "module", model)  # unwrap a DDP-style wrapper if one is passed
+    if hasattr(inner, "get_base_model"):  # a peft (LoRA) model: the causal LM with the adapter layers injected
+        inner = inner.get_base_model()
     prefix = getattr(inner, "base_model_prefix", "model")
     backbone = getattr(inner, prefix, None)
     head = inner.get_output_embeddings()

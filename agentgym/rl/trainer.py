@@ -53,6 +53,7 @@ from agentgym.rl.distributed import (
     reshard_for_training,
     shard_model,
 )
+from agentgym.rl.engine import ENGINES, apply_lora, build_vllm_generator, push_weights
 from agentgym.rl.logprobs import forward_completion
 from agentgym.rl.losses import episode_returns
 from agentgym.rl.metrics import MetricsLogger, plot_learning_curve
@@ -173,6 +174,14 @@ class Trainer:
                 lr=float(getattr(args, "critic_learning_rate", 1e-5)),
                 weight_decay=args.weight_decay,
             )
+        if args.lora_rank > 0:  # after the reference and critic copies: only the policy gets the adapter
+            self.model = apply_lora(
+                self.model,
+                rank=args.lora_rank,
+                alpha=args.lora_alpha,
+                dropout=args.lora_dropout,
+                target_modules=args.lora_target_modules,
+            )
         self.model = shard_model(self.model, strategy, self.dist)
         self.model.train()
         self.optimizer = torch.optim.AdamW(
@@ -180,9 +189,11 @@ class Trainer:
             lr=args.learning_rate,
             weight_decay=args.weight_decay,
         )
-        from agentgym.models.generation import HFGenerator
-
-        self.generator = HFGenerator(self.model, self.tokenizer)
+        # Any optimizer step (RL update, SEED's SFT stage, ...) makes the rollout engine's copy stale.
+        self._engine_stale = False
+        self._sync_s = 0.0
+        self.optimizer.register_step_post_hook(lambda *_: setattr(self, "_engine_stale", True))
+        self.generator = self._rollout_generator()
         self.template = self._template()
         self.task_rng = np.random.default_rng(args.seed)
         self.iteration = 0
@@ -190,6 +201,7 @@ class Trainer:
         self.run_dir = args.run_dir
         if args.resume:
             self._resume()
+            self._engine_stale = True
         elif self.dist.is_main and (Path(self.run_dir) / "metrics.jsonl").exists():
             self._set_aside_old_run()
         self.logger = MetricsLogger(
@@ -292,6 +304,7 @@ class Trainer:
         from agentgym.rl.rollout import collect_rollouts
 
         a = self.args
+        self.sync_rollout_engine()
         return collect_rollouts(
             self.generator,
             self.tokenizer,
@@ -306,7 +319,8 @@ class Trainer:
             temperature=temperature,
             top_p=a.top_p if top_p is None else top_p,
             top_k=top_k,
-            return_logprobs=False,  # recomputed by score() with the training forward
+            # recomputed by score() with the training forward; a separate engine's are kept to measure the drift
+            return_logprobs=a.rollout_engine != "hf",
             suppress_token_ids=self.exclude_ids or None,
             env_kwargs=a.env_kwargs or None,
             seed=seed,
@@ -315,6 +329,30 @@ class Trainer:
             hooks=hooks,
             build_kwargs=build_kwargs,
         )
+
+    def _rollout_generator(self) -> Any:
+        """The generator of ``args.rollout_engine`` (see :mod:`agentgym.rl.engine`)."""
+        engine = self.args.rollout_engine
+        if engine not in ENGINES:
+            raise ValueError(f"unknown rollout_engine {engine!r}: use one of {', '.join(ENGINES)}")
+        if engine == "vllm":  # under torchrun every rank runs its own engine over the gathered policy (TP 1)
+            return build_vllm_generator(self.model, self.tokenizer, self.args)
+        from agentgym.models.generation import HFGenerator
+
+        return HFGenerator(self.model, self.tokenizer)
+
+    def sync_rollout_engine(self) -> float:
+        """Push the policy's weights into a separate rollout engine when an update made its copy stale.
+
+        Returns the seconds spent (0 for the HF engine, which generates with the trained model itself).
+        """
+        if not self._engine_stale:
+            return 0.0
+        t0 = time.perf_counter()
+        push_weights(self.generator, self.model)
+        self._engine_stale = False
+        self._sync_s += time.perf_counter() - t0
+        return time.perf_counter() - t0
 
     def make_batch(self, rb: Any) -> TurnBatch:
         """Training rows of a rollout: one per turn, with shaped rewards in ``meta``."""
@@ -336,12 +374,18 @@ class Trainer:
             for t, r in zip(rb.turns, rewards)
         ]
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
-        return build_batch(
+        batch = build_batch(
             [t.prompt_ids for t in rb.turns],
             [t.response_ids for t in rb.turns],
             pad_id=int(pad),
             meta=meta,
         )
+        if rb.turns and all(t.old_logprobs is not None for t in rb.turns):  # a separate engine's sampling log-probs
+            sampled = torch.zeros(batch["completion_mask"].shape)  # (B, T)
+            for i, t in enumerate(rb.turns):
+                sampled[i, : len(t.old_logprobs)] = torch.tensor(t.old_logprobs, dtype=torch.float32)
+            batch["sampling_per_token_logps"] = sampled
+        return batch
 
     # -- forward passes --------------------------------------------------------------------------------
     def forward(self, mb: TurnBatch, *, want_entropy: bool = False, readout: bool = False, model: Any = None):
@@ -407,6 +451,11 @@ class Trainer:
         if was_training:
             self.model.train()
         batch["old_per_token_logps"] = old
+        if "sampling_per_token_logps" in batch:  # the rollout engine's log-probs vs the trainer's recomputation
+            mask = batch["completion_mask"].float()
+            gap = (batch["sampling_per_token_logps"] - old).abs() * mask
+            times["rollout/logprob_diff"] = float(gap.sum() / mask.sum().clamp(min=1.0))
+            times["rollout/logprob_diff_max"] = float(gap.max())
         if ref is not None:
             batch["ref_per_token_logps"] = ref
         if values is not None:
@@ -639,6 +688,7 @@ class Trainer:
             t0 = time.perf_counter()
             stats = self.update(batch, loss_fn, iteration=it)
             update_s = time.perf_counter() - t0
+        sync_s, self._sync_s = self._sync_s, 0.0
         elapsed = time.perf_counter() - t_start
         metrics = self.iteration_metrics(collected, batch, elapsed)
         if "time/old_logprob_s" in times:
@@ -648,6 +698,7 @@ class Trainer:
                 **times,
                 "time/advantage_s": adv_s,
                 "time/update_s": update_s,
+                "time/weight_sync_s": sync_s,
                 "time/iteration_s": elapsed,
                 "losses/policy_loss": 0.0,
                 "losses/value_loss": 0.0,

