@@ -619,3 +619,15 @@ def test_arbitrary_text_never_crashes(sample_path, env_id):
                 break
 
     play()
+
+
+def test_local_bm25_ranks_exactly_like_bm25s(sample_path):
+    """The hand-written per-question BM25 is kept only because it equals bm25s (Lucene BM25, same tokens) and is
+    faster (tests/benchmarks/test_bench_hotpotqa.py); here the equality, on every sample question."""
+    pytest.importorskip("bm25s")
+    from tests.benchmarks.test_bench_hotpotqa import _bm25s_local, _local_workload
+
+    for paragraphs, queries in _local_workload(sample_path):
+        search, reference = LocalSearch(paragraphs), _bm25s_local(paragraphs)
+        for query in queries:
+            assert search.rank(query, 10) == reference(query, 10), query
