@@ -454,7 +454,7 @@ def test_erl_variant_retrieves_and_accepts_boxed(sample_path):
     assert not term and not info["is_action_valid"] and "too long" in info["invalid_reason"]
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["\\boxed{", "}", "{", "a", "\\", "\n", "b c"]), max_size=10).map("".join))
 def test_first_boxed_is_erls_pattern(text):
     """The linear ``first_boxed`` gives exactly ``_BOXED.search`` (ERL's pattern) on any string."""
