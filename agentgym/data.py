@@ -266,7 +266,10 @@ def _verified_cache() -> dict[str, tuple[int, int, str]]:
 def _remember(path: Path, size: int, mtime_ns: int, digest: str) -> None:
     cache = _verified_cache()
     cache[str(path)] = (size, mtime_ns, digest)
-    target = cache_dir() / "verified-data.json"
+    try:
+        target = cache_dir() / "verified-data.json"
+    except OSError:  # no writable cache: the check is redone next process, nothing worse
+        return
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps(cache), encoding="utf-8")
