@@ -42,6 +42,7 @@ MAX_TEXT_LENGTH = 1 << 20
 #: that degenerates into repeated brackets costs one cheap invalid step, never a stalled worker. 65,536
 #: characters is several times the longest reply of any model budget we run (an ERL-style reply with its
 #: reasoning and ``\boxed{}`` answer is a few thousand characters), so only runaway generations hit it.
+#: Adding this rule bumped no env version: no episode recorded in leaderboards/ has an action over 280 characters.
 MAX_ACTION_LENGTH = 1 << 16
 
 

@@ -276,7 +276,10 @@ def _verified_cache() -> dict[str, tuple[int, int, str]]:
 def _remember(path: Path, size: int, mtime_ns: int, digest: str) -> None:
     cache = _verified_cache()
     cache[str(path)] = (size, mtime_ns, digest)
-    target = cache_dir() / "verified-data.json"
+    try:
+        target = cache_dir() / "verified-data.json"
+    except OSError:  # no writable cache: the check is redone next process, nothing worse
+        return
     tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(json.dumps(cache), encoding="utf-8")
@@ -300,12 +303,24 @@ def _mismatch(path: Path, family: str, what: str) -> DataFileError:
     )
 
 
+class DataIntegrityWarning(UserWarning):
+    """A data file differs from the manifest in a data folder that is not a copy of the published data set."""
+
+
+_warned: set[str] = set()
+
+
 def check_file(path: str | os.PathLike[str], family: str) -> None:
     """Check a data file against the manifest before an env reads it (the cheap check on first load).
 
     Only files under :func:`data_dir` that the manifest lists are checked. The size is compared on every call;
     the sha256 once per (path, size, mtime), remembered in ``$AGENTGYM_CACHE/verified-data.json``, so later
     loads (in this process or the next) cost one ``stat``.
+
+    A difference is an error in a copy of the published data set (a data folder holding its ``MANIFEST.tsv``, as
+    CI's does): there an edited file would silently change scores. Elsewhere (data fetched from the official
+    sources by ``agentgym data download``, which may be a later release of the same files) it is a
+    :class:`DataIntegrityWarning`, once per file; ``agentgym data verify`` reports it either way.
 
     Raises:
         DataFileError: the file's size or sha256 is not the published one; the message says how to restore it.
@@ -317,15 +332,26 @@ def check_file(path: str | os.PathLike[str], family: str) -> None:
         return
     size, digest = entry
     st = path.stat()
-    if st.st_size != size:
-        raise _mismatch(path, family, f"{st.st_size:,} bytes, expected {size:,}")
+    problem = None
     resolved = path.resolve()
-    if _verified_cache().get(str(resolved)) == (size, st.st_mtime_ns, digest):
+    if st.st_size != size:
+        problem = f"{st.st_size:,} bytes, expected {size:,}"
+    elif _verified_cache().get(str(resolved)) == (size, st.st_mtime_ns, digest):
         return
-    got = sha256_file(path)
-    if got != digest:
-        raise _mismatch(path, family, f"sha256 {got}, expected {digest}")
-    _remember(resolved, size, st.st_mtime_ns, digest)
+    else:
+        got = sha256_file(path)
+        if got == digest:
+            _remember(resolved, size, st.st_mtime_ns, digest)
+            return
+        problem = f"sha256 {got}, expected {digest}"
+    error = _mismatch(path, family, problem)
+    if (data_dir() / "MANIFEST.tsv").is_file():
+        raise error
+    if str(resolved) not in _warned:
+        _warned.add(str(resolved))
+        import warnings
+
+        warnings.warn(str(error), DataIntegrityWarning, stacklevel=3)
 
 
 def verify(families: list[str] | None = None, *, log: Any = print) -> list[str]:

@@ -7,7 +7,16 @@ import pytest
 from gymnasium import spaces
 
 import agentgym
-from agentgym.core import CHARSET, MAX_TEXT_LENGTH, TextEnv, env_version, normalize_action, text_space
+from agentgym.core import (
+    CHARSET,
+    MAX_ACTION_LENGTH,
+    MAX_TEXT_LENGTH,
+    TextEnv,
+    action_length_error,
+    env_version,
+    normalize_action,
+    text_space,
+)
 from agentgym.envs.frozen_lake import SYMBOLS as FROZEN_LAKE_SYMBOLS
 from agentgym.envs.sokoban.env import SYMBOL_SETS
 
@@ -85,3 +94,11 @@ def test_importing_agentgym_registers_envs_lazily():
     spec = gym.spec("agentgym/Sokoban-v0")
     assert isinstance(spec.entry_point, str)  # a string: importing agentgym imports no env module
     assert gym.make("agentgym:agentgym/Sokoban-v0").spec.id == "agentgym/Sokoban-v0"
+
+
+def test_action_length_limit_is_the_action_space_bound():
+    """Actions up to MAX_ACTION_LENGTH characters are parsed; one more is invalid with a reason saying so."""
+    assert TextEnv().action_space.max_length == MAX_ACTION_LENGTH == 65_536
+    assert action_length_error("x" * MAX_ACTION_LENGTH) is None
+    reason = action_length_error("x" * (MAX_ACTION_LENGTH + 1))
+    assert reason is not None and "too long" in reason and "65,537" in reason and "65,536" in reason

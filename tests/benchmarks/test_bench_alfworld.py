@@ -228,10 +228,11 @@ _FIRST_RESET_SCRIPT = textwrap.dedent(
 def test_bench_first_reset_with_compiled_cache(benchmark):
     """Issue 21.4: a game's first reset in a fresh process once `agentgym data prepare alfworld --compile` ran.
 
-    The split's cache is filled first (a no-op when it is). The timed reset is a game this process has not seen,
-    after clearing the in-memory caches, so it reads the compiled game and the parsed grammar from disk: the
-    reset a training run makes for most of the thousands of train games. A real fresh process is measured too
-    (its very first reset also pays the process's one-time warm-up, reported apart). Target: median <= 50 ms.
+    The split's cache is filled first (a no-op when it is). The timed reset is a game this process has not seen
+    (its in-memory compiled games are dropped before each), so it reads the compiled game from disk: the reset a
+    training run makes for most of the thousands of train games. A real fresh process is measured too (its very
+    first reset also pays the process's one-time warm-up: imports, the planner library, the parsed grammar from
+    disk; reported apart), and a warm reset of an already-seen game for scale. Target: median <= 50 ms.
     """
     require_data("alfworld", "json_2.1.1", "valid_unseen")
     from agentgym.envs.alfworld import engine
@@ -242,10 +243,17 @@ def test_bench_first_reset_with_compiled_cache(benchmark):
     env.reset(options={"gamefile": next(files)})  # imports and the planner library, once per process
 
     def first_reset():
-        engine.clear_caches()
+        with engine._MEMORY_LOCK:
+            engine._MEMORY.clear()
         env.reset(options={"gamefile": next(files)})
 
     benchmark.pedantic(first_reset, rounds=30, iterations=1)
+    seen = games.list_games("valid_unseen")[0]
+    warm = []
+    for _ in range(10):
+        t = time.perf_counter()
+        env.reset(options={"gamefile": seen})
+        warm.append(time.perf_counter() - t)
     env.close()
     out = subprocess.run(
         [sys.executable, "-c", _FIRST_RESET_SCRIPT, str(ROOT), "21"],
@@ -259,11 +267,15 @@ def test_bench_first_reset_with_compiled_cache(benchmark):
     very_first, later = fresh[0], statistics.median(fresh[1:])
     median = benchmark.stats.stats.median
     benchmark.extra_info.update(
-        {"fresh_process_first_reset_s": very_first, "fresh_process_next_20_first_resets_median_s": later}
+        {
+            "fresh_process_first_reset_s": very_first,
+            "fresh_process_next_20_first_resets_median_s": later,
+            "warm_reset_of_a_seen_game_median_s": statistics.median(warm),
+        }
     )
     print(
-        f"\nALFWorld first reset of a game, compiled cache filled: {median * 1e3:.1f} ms median (memory caches "
-        f"cleared); fresh process: very first reset {very_first * 1e3:.0f} ms, next 20 games' first resets "
-        f"{later * 1e3:.1f} ms median"
+        f"\nALFWorld first reset of a game, compiled cache filled: {median * 1e3:.1f} ms median; fresh process: very "
+        f"first reset {very_first * 1e3:.0f} ms, next 20 games' first resets {later * 1e3:.1f} ms median; warm reset "
+        f"of a seen game {statistics.median(warm) * 1e3:.1f} ms"
     )
     assert median <= 0.05 and later <= 0.05

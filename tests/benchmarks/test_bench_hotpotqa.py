@@ -146,3 +146,59 @@ def test_search_open_large_pool(benchmark, large_pool):
 
     benchmark(search)
     benchmark.extra_info["pool"] = len(index)
+
+
+# -- the distractor setting's per-question BM25: hand-written vs bm25s (issue 21.6) ------------------------------
+def _bm25s_local(paragraphs):
+    """The same BM25 (Lucene variant, k1 0.9, b 0.4, our tokens) built with bm25s for one question's pool."""
+    import bm25s
+
+    from agentgym.envs.hotpotqa.search import K1, B, tokenize
+
+    model = bm25s.BM25(k1=K1, b=B, method="lucene")
+    model.index([tokenize(p.title + " " + p.text) for p in paragraphs], show_progress=False)
+
+    def rank(query: str, k: int) -> list[int]:
+        tokens = [t for t in dict.fromkeys(tokenize(query)) if t in model.vocab_dict]
+        if not tokens:
+            return []
+        scores = model.get_scores(tokens)
+        return sorted((i for i in range(len(scores)) if scores[i] > 0), key=lambda i: (-scores[i], i))[:k]
+
+    return rank
+
+
+def _local_workload(sample):
+    from agentgym.envs.hotpotqa.data import load_questions
+
+    work = []
+    for q in load_questions(sample):
+        paragraphs = [Paragraph(t, tuple(s)) for t, s in q.context]
+        work.append((paragraphs, [q.question, *q.supporting_titles, q.answer]))
+    return work
+
+
+@pytest.mark.parametrize("impl", ["hand", "bm25s"])
+def test_bench_local_pool_index_and_rank(benchmark, sample, impl):
+    """Index one question's 10 paragraphs and rank its queries (question, supporting titles, answer), per question.
+
+    Both give the same rankings on every query of the sample (asserted); the hand version is kept only while it is
+    the faster one (``agentgym.envs.hotpotqa.search.LocalSearch``).
+    """
+    from agentgym.envs.hotpotqa.search import LocalSearch
+
+    work = _local_workload(sample)
+    hand = [[LocalSearch(p).rank(query, 10) for query in queries] for p, queries in work]
+    ours = [[_bm25s_local(p)(query, 10) for query in queries] for p, queries in work]
+    assert hand == ours
+    cycle = itertools.cycle(work)
+
+    def one_question():
+        paragraphs, queries = next(cycle)
+        if impl == "hand":
+            search = LocalSearch(paragraphs)
+            return [search.rank(q, 10) for q in queries]
+        rank = _bm25s_local(paragraphs)
+        return [rank(q, 10) for q in queries]
+
+    benchmark(one_question)

@@ -106,6 +106,7 @@ def webshop_copy(tmp_path, monkeypatch):
     src = require_data("webshop", "documents_1k.jsonl").parent
     root = tmp_path / "data"
     shutil.copytree(src, root / "webshop")
+    shutil.copy(src.parent / "MANIFEST.tsv", root)  # a copy of the published data set
     monkeypatch.setenv("AGENTGYM_DATA", str(root))
     monkeypatch.setenv("AGENTGYM_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(data, "_verified", None)
@@ -129,6 +130,20 @@ def test_an_edited_product_title_is_caught_on_load_and_by_verify(webshop_copy, c
     assert main(["data", "verify", "webshop"]) == 1
     out = capsys.readouterr().out
     assert "documents_1k.jsonl differs from the published webshop data" in out and "1 differ" in out
+
+
+def test_outside_a_published_copy_a_difference_is_a_warning(webshop_copy, monkeypatch):
+    """Data from the official sources (no MANIFEST.tsv at the data root) may be a later release: warn, load."""
+    from agentgym.envs.webshop.catalog import load_catalog
+
+    (webshop_copy.parent / "MANIFEST.tsv").unlink()
+    monkeypatch.setattr(data, "_warned", set())
+    path = webshop_copy / "items_ins_v2_1000.json"
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw[next(iter(raw))]["instruction"] = "edited"
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    with pytest.warns(data.DataIntegrityWarning, match="items_ins_v2_1000.json differs from the published"):
+        assert len(load_catalog(webshop_copy)) == 1000
 
 
 def test_the_load_check_hashes_once_per_size_and_mtime(webshop_copy, monkeypatch):

@@ -295,7 +295,9 @@ def _compile_one(path: str) -> bool:
         return False
     if _WORKER_LIB is None:
         _WORKER_LIB = engine._take_lib()
-    engine.compiled_game(_WORKER_LIB, data)  # compiles, saves it (and the parsed grammar) to the disk cache
+    key, game = engine.compiled_game(_WORKER_LIB, data)  # compiles, saves it (and the parsed grammar) to disk
+    if disk is not None and not disk.is_file():  # it was in this process's memory: compiled_game did not save it
+        engine._save(key, game)
     return True
 
 
@@ -324,6 +326,7 @@ def compile_split(split: str = "train", *, workers: int | None = None, progress:
     workers = max(1, min(workers or os.cpu_count() or 1, len(files)))
     t0 = time.perf_counter()
     compiled = 0
+    engine.clear_caches()  # forked workers start empty, so each game and the grammar reach the disk cache
     ctx = multiprocessing.get_context("fork" if sys.platform.startswith("linux") else "spawn")
     with ctx.Pool(workers) as pool:
         results = pool.imap_unordered(_compile_one, files, chunksize=4)

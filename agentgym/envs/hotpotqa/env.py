@@ -290,6 +290,9 @@ class HotpotQAEnv(TextEnv):
 
     ## Version History
     * v0: initial version (ReAct's WikiEnv tools and observation strings; official HotpotQA metrics).
+      Later, without a version bump: actions over :data:`agentgym.core.MAX_ACTION_LENGTH` (65,536 characters)
+      are invalid (no recorded episode in leaderboards/ has an action over 280 characters, so no score moves), and
+      parsing became linear in the action's length with the same results.
     """
 
     def __init__(

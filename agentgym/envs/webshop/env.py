@@ -106,6 +106,9 @@ class WebShopEnv(TextEnv):
     * v0: initial version, following the original ``WebAgentTextEnv`` and ``get_reward``; unsupported: the
       original's debugging search prefixes ``<r>``, ``<a>``, ``<c>``, ``<q>`` (searched as plain words);
       queries over 1,000 characters or blank are invalid actions.
+      Later, without a version bump: actions over :data:`agentgym.core.MAX_ACTION_LENGTH` (65,536 characters)
+      are invalid (no recorded episode in leaderboards/ has an action over 280 characters, so no score moves), and
+      parsing became linear in the action's length with the same results.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
