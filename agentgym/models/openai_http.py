@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentgym.models.engine import DoneEvent, ErrorEvent, FinishEvent, GenRequest, TokenEvent
 from agentgym.models.openai_schema import (
@@ -109,8 +110,8 @@ def build_app(server: ChatServer) -> FastAPI:
             message = f"{param}: {text}" if param else text
         return JSONResponse(error_body(message, param), status_code=400)
 
-    @app.exception_handler(HTTPException)
-    async def _http(request: Request, exc: HTTPException):
+    @app.exception_handler(StarletteHTTPException)  # also the router's own 404/405
+    async def _http(request: Request, exc: StarletteHTTPException):
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         return JSONResponse(error_body(str(exc.detail), kind=kind), status_code=exc.status_code)
 

@@ -193,9 +193,12 @@ def test_non_finite_numbers_are_rejected(server, literal):
     assert r.status_code == 400 and r.json()["error"]["param"] == "temperature"
 
 
-def test_unknown_model_is_a_404(client):
-    with pytest.raises(openai.NotFoundError):
+def test_unknown_model_or_route_is_a_404(client, server):
+    with pytest.raises(openai.NotFoundError) as err:
         client.chat.completions.create(model="gpt-9", messages=HI, max_tokens=2)
+    assert err.value.body["param"] == "model" and "'tiny'" in err.value.body["message"]
+    r = httpx.post(server[1] + "/completions", json={"model": "tiny", "prompt": "hi"})
+    assert r.status_code == 404 and "message" in r.json()["error"]
 
 
 def test_prompt_past_the_context_is_a_400_before_generation(server, client):
