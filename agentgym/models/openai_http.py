@@ -212,8 +212,10 @@ async def _complete(server: ChatServer, gen: GenRequest, events: asyncio.Queue, 
 
 
 def _sse(chunk: ChatCompletionChunk, include_usage: bool) -> str:
-    data = chunk.model_dump_json(exclude={"usage"} if not include_usage else None)
-    return f"data: {data}\n\n"
+    data = chunk.model_dump(mode="json", exclude={"usage"} if not include_usage else None)
+    for choice in data["choices"]:  # as the OpenAI API: a delta holds only what it carries
+        choice["delta"] = {k: v for k, v in choice["delta"].items() if v is not None}
+    return f"data: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
 async def _stream(

@@ -5,19 +5,12 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 import torch
 
 from agentgym.models.engine import DoneEvent, Engine, FinishEvent, GenRequest, TokenEvent
 from agentgym.models.generation import HFGenerator
-from agentgym.models.tiny import make_tiny_model
 
 torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return make_tiny_model(seed=0)
 
 
 def _collect(engine: Engine, req: GenRequest) -> tuple[dict[int, list[int]], dict[int, str], threading.Event]:

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,16 +19,10 @@ httpx = pytest.importorskip("httpx")
 
 from agentgym.models.generation import HFGenerator, chat_prompt_ids  # noqa: E402
 from agentgym.models.serve import ServerThread, main, vllm_command  # noqa: E402
-from agentgym.models.tiny import make_tiny_model  # noqa: E402
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
 HI = [{"role": "user", "content": "search[wireless headphones] then click"}]
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return make_tiny_model(seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +89,28 @@ def test_raw_sse_framing(server):
     events = [e for e in raw.split("\n\n") if e]
     assert all(e.startswith("data: ") for e in events)
     assert events[-1] == "data: [DONE]"
-    for e in events[:-1]:
-        chunk = json.loads(e[len("data: ") :])
-        assert "usage" not in chunk  # no include_usage: no usage key (as the OpenAI API)
+    chunks = [json.loads(e[len("data: ") :]) for e in events[:-1]]
+    assert all("usage" not in c for c in chunks)  # no include_usage: no usage key (as the OpenAI API)
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all(set(c["choices"][0]["delta"]) == {"content"} for c in chunks[1:-1])
+    assert chunks[-1]["choices"][0]["delta"] == {} and chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def test_a_client_that_goes_away_frees_its_rows(server):
+    srv, url = server
+    engine = srv.chat_server.engine
+    before = engine.cancelled_rows
+    # Greedy text of the tiny model never reaches EOS: without the cancel this would decode 2000 tokens.
+    body = {"model": "tiny", "messages": HI, "max_tokens": 2000, "temperature": 0, "stream": True}
+    with httpx.stream("POST", url + "/chat/completions", json=body, timeout=60) as resp:
+        for line in resp.iter_lines():  # until the first content token: the request is being decoded
+            if line.startswith("data: ") and '"delta":{"content":"' in line:
+                break
+    for _ in range(3000):  # the stream is closed: the engine drops the rows at its next turn
+        if engine.cancelled_rows > before:
+            break
+        threading.Event().wait(0.01)
+    assert engine.cancelled_rows == before + 1
 
 
 def test_n2_and_seed(client):
