@@ -124,20 +124,23 @@ def build_app(server: ChatServer) -> FastAPI:
     async def health():
         return {"status": "ok"}
 
+    card = {
+        "id": server.name,
+        "object": "model",
+        "created": 0,
+        "owned_by": "agentgym",
+        "max_model_len": server.context,
+    }
+
     @app.get("/v1/models")
     async def models():
-        return {
-            "object": "list",
-            "data": [
-                {
-                    "id": server.name,
-                    "object": "model",
-                    "created": 0,
-                    "owned_by": "agentgym",
-                    "max_model_len": server.context,
-                }
-            ],
-        }
+        return {"object": "list", "data": [card]}
+
+    @app.get("/v1/models/{model:path}")
+    async def model(model: str):
+        if model != server.name:
+            raise ParamError("model", f"the model {model!r} does not exist: this server serves {server.name!r}", 404)
+        return card
 
     @app.post("/v1/chat/completions")
     async def chat(body: ChatCompletionRequest, request: Request):

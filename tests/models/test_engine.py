@@ -60,8 +60,11 @@ def test_huge_request_does_not_starve_a_small_one(tiny):
         long_prompt = tok("look around the room " * 300, add_special_tokens=False)["input_ids"]
         big = GenRequest(prompt=long_prompt, max_tokens=2000, temperature=0)
         big_tokens, _, big_done = _collect(engine, big)
-        while not big_tokens[0]:  # the huge request is being decoded
+        for _ in range(6000):  # until the huge request is being decoded
+            if big_tokens[0]:
+                break
             threading.Event().wait(0.01)
+        assert big_tokens[0]
         small_tokens, small_reasons, small_done = _collect(
             engine, GenRequest(prompt=tok("up", add_special_tokens=False)["input_ids"], max_tokens=4, temperature=0)
         )

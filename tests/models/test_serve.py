@@ -54,6 +54,7 @@ def test_non_stream_matches_the_model(client, tiny):
     assert r.usage.completion_tokens == len(ref.ids)
     assert r.usage.prompt_tokens == len(chat_prompt_ids(tiny[1], HI))
     assert [m.id for m in client.models.list().data] == ["tiny"]
+    assert client.models.retrieve("tiny").id == "tiny"
 
 
 def test_stream_gives_the_same_text_in_openai_chunks(client):
