@@ -479,3 +479,25 @@ def test_module_entry_point_help():
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0 and "--engine" in out.stdout and "127.0.0.1" in out.stdout
+
+
+def test_streamed_text_equals_the_whole_decode_cut_at_the_stop(tiny):
+    """Random token sequences (half characters, specials) and stop strings: the deltas add up to the text."""
+    import random
+
+    from agentgym.models.serve import TextAssembler
+
+    tok = tiny[1]
+    rng = random.Random(0)
+    for _ in range(500):
+        ids = [rng.randrange(len(tok)) for _ in range(rng.randint(1, 30))]
+        full = tok.decode(ids, skip_special_tokens=True)
+        stop: tuple[str, ...] = ()
+        if full and rng.random() < 0.7:
+            a = rng.randrange(len(full))
+            stop = (full[a : a + rng.randint(1, 4)], "zzq")
+        asm = TextAssembler(tok, stop)
+        streamed = "".join(asm.add(t) for t in ids) + asm.finish()
+        hits = [full.find(s) for s in stop if s in full]
+        assert streamed == (full[: min(hits)] if hits else full), (ids, stop)
+        assert asm.stopped == bool(hits)
