@@ -1,4 +1,4 @@
-"""An OpenAI-compatible chat back-end: API models, vLLM/TGI servers, and ``agentgym.models.serve``.
+"""An OpenAI-compatible chat back-end: API models, vLLM/TGI servers, and ``agentgym serve``.
 
 ``--agent openai:MODEL --base-url URL`` builds an :class:`OpenAIAgent`. The key comes from ``api_key``
 or ``$OPENAI_API_KEY`` (a placeholder is sent to local servers that do not check it). Requests of one

@@ -195,6 +195,7 @@ class Engine:
         self._cache_kw = "cache" if "cache" in params else "past_key_values"  # transformers 5.x renamed it
         self._keep_kw = "logits_to_keep" in params
         self.batches: list[int] = []  # rows of each group formed (tests and logs)
+        self.cancelled_rows = 0  # rows dropped unfinished because their client went away
         self.queue: queue.Queue[GenRequest] = queue.Queue()
         self.groups: collections.deque[_Group] = collections.deque()
         self._stop = threading.Event()
@@ -256,6 +257,8 @@ class Engine:
 
     def _admit(self, pending: list[GenRequest]) -> list[GenRequest]:
         """Form groups from waiting requests (same key, in arrival order); return those that must wait."""
+        gone = [r for r in pending if r.cancelled.is_set()]
+        self.cancelled_rows += sum(r.n for r in gone)
         pending = [r for r in pending if not r.cancelled.is_set()]
         while pending and len(self.groups) < self.max_groups:
             key = pending[0].key
@@ -329,6 +332,7 @@ class Engine:
         for r in group.rows:  # a client that went away frees its rows at the next turn
             if not r.done and r.req.cancelled.is_set():
                 r.done = True
+                self.cancelled_rows += 1
         if all(r.done for r in group.rows):
             return
         length = group.ids.shape[1]

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentgym.models.engine import DoneEvent, ErrorEvent, FinishEvent, GenRequest, TokenEvent
 from agentgym.models.openai_schema import (
@@ -109,8 +110,8 @@ def build_app(server: ChatServer) -> FastAPI:
             message = f"{param}: {text}" if param else text
         return JSONResponse(error_body(message, param), status_code=400)
 
-    @app.exception_handler(HTTPException)
-    async def _http(request: Request, exc: HTTPException):
+    @app.exception_handler(StarletteHTTPException)  # also the router's own 404/405
+    async def _http(request: Request, exc: StarletteHTTPException):
         kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
         return JSONResponse(error_body(str(exc.detail), kind=kind), status_code=exc.status_code)
 
@@ -123,20 +124,23 @@ def build_app(server: ChatServer) -> FastAPI:
     async def health():
         return {"status": "ok"}
 
+    card = {
+        "id": server.name,
+        "object": "model",
+        "created": 0,
+        "owned_by": "agentgym",
+        "max_model_len": server.context,
+    }
+
     @app.get("/v1/models")
     async def models():
-        return {
-            "object": "list",
-            "data": [
-                {
-                    "id": server.name,
-                    "object": "model",
-                    "created": 0,
-                    "owned_by": "agentgym",
-                    "max_model_len": server.context,
-                }
-            ],
-        }
+        return {"object": "list", "data": [card]}
+
+    @app.get("/v1/models/{model:path}")
+    async def model(model: str):
+        if model != server.name:
+            raise ParamError("model", f"the model {model!r} does not exist: this server serves {server.name!r}", 404)
+        return card
 
     @app.post("/v1/chat/completions")
     async def chat(body: ChatCompletionRequest, request: Request):
@@ -211,8 +215,10 @@ async def _complete(server: ChatServer, gen: GenRequest, events: asyncio.Queue, 
 
 
 def _sse(chunk: ChatCompletionChunk, include_usage: bool) -> str:
-    data = chunk.model_dump_json(exclude={"usage"} if not include_usage else None)
-    return f"data: {data}\n\n"
+    data = chunk.model_dump(mode="json", exclude={"usage"} if not include_usage else None)
+    for choice in data["choices"]:  # as the OpenAI API: a delta holds only what it carries
+        choice["delta"] = {k: v for k, v in choice["delta"].items() if v is not None}
+    return f"data: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
 async def _stream(

@@ -143,6 +143,7 @@ class TextAssembler:
                 if any(s.startswith(self.text[-k:]) for s in self.stop):
                     end -= k  # may be the start of a stop string: hold it back
                     break
+        end = max(end, self.sent)  # text already sent stays sent
         delta = self.text[self.sent : end]
         self.sent = end
         return delta

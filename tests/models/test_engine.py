@@ -5,19 +5,12 @@ from __future__ import annotations
 
 import threading
 
-import pytest
 import torch
 
 from agentgym.models.engine import DoneEvent, Engine, FinishEvent, GenRequest, TokenEvent
 from agentgym.models.generation import HFGenerator
-from agentgym.models.tiny import make_tiny_model
 
 torch.set_num_threads(1)
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return make_tiny_model(seed=0)
 
 
 def _collect(engine: Engine, req: GenRequest) -> tuple[dict[int, list[int]], dict[int, str], threading.Event]:
@@ -67,8 +60,11 @@ def test_huge_request_does_not_starve_a_small_one(tiny):
         long_prompt = tok("look around the room " * 300, add_special_tokens=False)["input_ids"]
         big = GenRequest(prompt=long_prompt, max_tokens=2000, temperature=0)
         big_tokens, _, big_done = _collect(engine, big)
-        while not big_tokens[0]:  # the huge request is being decoded
+        for _ in range(6000):  # until the huge request is being decoded
+            if big_tokens[0]:
+                break
             threading.Event().wait(0.01)
+        assert big_tokens[0]
         small_tokens, small_reasons, small_done = _collect(
             engine, GenRequest(prompt=tok("up", add_special_tokens=False)["input_ids"], max_tokens=4, temperature=0)
         )

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -18,16 +19,10 @@ httpx = pytest.importorskip("httpx")
 
 from agentgym.models.generation import HFGenerator, chat_prompt_ids  # noqa: E402
 from agentgym.models.serve import ServerThread, main, vllm_command  # noqa: E402
-from agentgym.models.tiny import make_tiny_model  # noqa: E402
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
 HI = [{"role": "user", "content": "search[wireless headphones] then click"}]
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return make_tiny_model(seed=0)
 
 
 @pytest.fixture(scope="module")
@@ -59,6 +54,7 @@ def test_non_stream_matches_the_model(client, tiny):
     assert r.usage.completion_tokens == len(ref.ids)
     assert r.usage.prompt_tokens == len(chat_prompt_ids(tiny[1], HI))
     assert [m.id for m in client.models.list().data] == ["tiny"]
+    assert client.models.retrieve("tiny").id == "tiny"
 
 
 def test_stream_gives_the_same_text_in_openai_chunks(client):
@@ -94,9 +90,47 @@ def test_raw_sse_framing(server):
     events = [e for e in raw.split("\n\n") if e]
     assert all(e.startswith("data: ") for e in events)
     assert events[-1] == "data: [DONE]"
-    for e in events[:-1]:
-        chunk = json.loads(e[len("data: ") :])
-        assert "usage" not in chunk  # no include_usage: no usage key (as the OpenAI API)
+    chunks = [json.loads(e[len("data: ") :]) for e in events[:-1]]
+    assert all("usage" not in c for c in chunks)  # no include_usage: no usage key (as the OpenAI API)
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert all(set(c["choices"][0]["delta"]) == {"content"} for c in chunks[1:-1])
+    assert chunks[-1]["choices"][0]["delta"] == {} and chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def test_a_client_that_goes_away_frees_its_rows(server):
+    srv, url = server
+    engine = srv.chat_server.engine
+    before = engine.cancelled_rows
+    # Greedy text of the tiny model never reaches EOS: without the cancel this would decode 2000 tokens.
+    body = {"model": "tiny", "messages": HI, "max_tokens": 2000, "temperature": 0, "stream": True}
+    with httpx.stream("POST", url + "/chat/completions", json=body, timeout=60) as resp:
+        for line in resp.iter_lines():  # until the first content token: the request is being decoded
+            if line.startswith("data: ") and '"delta":{"content":"' in line:
+                break
+    for _ in range(3000):  # the stream is closed: the engine drops the rows at its next turn
+        if engine.cancelled_rows > before:
+            break
+        threading.Event().wait(0.01)
+    assert engine.cancelled_rows == before + 1
+
+
+def test_concurrent_streams_and_completions_are_batched(server, client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    srv, _ = server
+    before = len(srv.chat_server.batches)
+
+    def one(i):
+        kw = dict(model="tiny", messages=[{"role": "user", "content": f"go {i}"}], max_tokens=6, temperature=0)
+        if i % 2:
+            return "".join(c.choices[0].delta.content or "" for c in client.chat.completions.create(stream=True, **kw))
+        return client.chat.completions.create(**kw).choices[0].message.content
+
+    with ThreadPoolExecutor(8) as pool:
+        first = list(pool.map(one, range(8)))
+    alone = [one(i) for i in range(8)]
+    assert first == alone  # greedy: batching with others changes nothing
+    assert max(srv.chat_server.batches[before:]) > 1
 
 
 def test_n2_and_seed(client):
@@ -193,9 +227,12 @@ def test_non_finite_numbers_are_rejected(server, literal):
     assert r.status_code == 400 and r.json()["error"]["param"] == "temperature"
 
 
-def test_unknown_model_is_a_404(client):
-    with pytest.raises(openai.NotFoundError):
+def test_unknown_model_or_route_is_a_404(client, server):
+    with pytest.raises(openai.NotFoundError) as err:
         client.chat.completions.create(model="gpt-9", messages=HI, max_tokens=2)
+    assert err.value.body["param"] == "model" and "'tiny'" in err.value.body["message"]
+    r = httpx.post(server[1] + "/completions", json={"model": "tiny", "prompt": "hi"})
+    assert r.status_code == 404 and "message" in r.json()["error"]
 
 
 def test_prompt_past_the_context_is_a_400_before_generation(server, client):
@@ -326,6 +363,11 @@ def test_fuzz_no_5xx_and_still_answering(tiny):
                 assert r.status_code < 500, (body[:200], r.status_code, r.text[:300])
                 if r.status_code == 200 and not stream:
                     assert r.json()["object"] == "chat.completion"
+            valid = json.dumps({"model": "tiny", "messages": HI, "max_tokens": 2})
+            for ctype in ("text/plain", "application/x-www-form-urlencoded", ""):
+                r = http.post(url + "/chat/completions", content=valid, headers={"content-type": ctype})
+                assert r.status_code < 500
+            assert http.get(url + "/chat/completions").status_code == 405
             ok = http.post(url + "/chat/completions", json={"model": "tiny", "messages": HI, "max_tokens": 3})
             assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["role"] == "assistant"
 
@@ -437,3 +479,25 @@ def test_module_entry_point_help():
         capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0 and "--engine" in out.stdout and "127.0.0.1" in out.stdout
+
+
+def test_streamed_text_equals_the_whole_decode_cut_at_the_stop(tiny):
+    """Random token sequences (half characters, specials) and stop strings: the deltas add up to the text."""
+    import random
+
+    from agentgym.models.serve import TextAssembler
+
+    tok = tiny[1]
+    rng = random.Random(0)
+    for _ in range(500):
+        ids = [rng.randrange(len(tok)) for _ in range(rng.randint(1, 30))]
+        full = tok.decode(ids, skip_special_tokens=True)
+        stop: tuple[str, ...] = ()
+        if full and rng.random() < 0.7:
+            a = rng.randrange(len(full))
+            stop = (full[a : a + rng.randint(1, 4)], "zzq")
+        asm = TextAssembler(tok, stop)
+        streamed = "".join(asm.add(t) for t in ids) + asm.finish()
+        hits = [full.find(s) for s in stop if s in full]
+        assert streamed == (full[: min(hits)] if hits else full), (ids, stop)
+        assert asm.stopped == bool(hits)
