@@ -45,6 +45,7 @@ SMALL_OVERRIDES: dict[str, Any] = {
     "env_kwargs": {},
     "task_split": None,
     "val_split": None,
+    "val_extra_splits": [],
     "prompt_style": "bare",
     "restrict_vocab": ["up", "down", "left", "right"],
     "allow_eos": False,
