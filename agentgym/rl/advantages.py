@@ -6,15 +6,10 @@ its group, ``A_i = (R_i - mean_G(R)) / (std_G(R) + eps)``, copied to every turn 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values
-from agentgym.rl.losses import episode_returns
-
-if TYPE_CHECKING:
-    from agentgym.rl.trainer import Trainer
+from agentgym.rl.losses import Policy, episode_returns
 
 
 def grpo_advantages(
@@ -37,7 +32,7 @@ def grpo_advantages(
     return adv.view(-1)
 
 
-def group_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
+def group_advantages(trainer: Policy, batch: TurnBatch) -> dict[str, float]:
     """GRPO's advantage function: episode advantages broadcast to every turn and response token of the episode.
 
     Fills ``batch["advantages"]`` (B, T); reads ``trainer.args.group_size`` and ``norm_adv_by_std``.
