@@ -12,16 +12,11 @@ Each task is played by a group of G episodes. Two forms (``episode_advantage``):
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import torch
 
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values
-from agentgym.rl.losses import episode_returns
+from agentgym.rl.losses import Policy, episode_returns
 from agentgym.rl.rewards import step_row_scores
-
-if TYPE_CHECKING:
-    from agentgym.rl.trainer import Trainer
 
 
 def grpo_advantages(
@@ -85,7 +80,7 @@ def row_advantages(scores: torch.Tensor, groups: list, *, norm_by_std: bool = Tr
     return out
 
 
-def group_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
+def group_advantages(trainer: Policy, batch: TurnBatch) -> dict[str, float]:
     """GRPO's advantage function: group-normalised advantages on every response token.
 
     Per row (``episode_advantage="rows"``, verl-agent) or per episode (``"episodes"``); fills

@@ -12,18 +12,24 @@ GiGPO use unchanged).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 import torch
 
 from agentgym.rl.batch import TurnBatch
 from agentgym.rl.config import Args
 
-if TYPE_CHECKING:
-    from agentgym.rl.trainer import Trainer
-
 #: Loss statistics by metric key (detached scalars), as a :data:`~agentgym.rl.trainer.LossFn` returns them.
 LossStats = dict[str, torch.Tensor]
+
+
+class Policy(Protocol):
+    """What a loss function needs of the :class:`~agentgym.rl.trainer.Trainer` (no import of it: no cycle)."""
+
+    args: Any
+
+    def forward(self, mb: TurnBatch, *, want_entropy: bool = False, readout: bool = False, model: Any = None) -> Any:
+        """Per-token log-probs (``per_token_logps``, and ``entropy`` / ``readout`` when asked) on ``mb``."""
 
 
 def masked_sum(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -188,7 +194,7 @@ def add_kl_entropy(
     return loss
 
 
-def policy_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
+def policy_loss(trainer: Policy, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
     """GRPO's actor loss: PPO-clip + beta * low_var_kl - entropy_coef * entropy, token means over the mini-batch."""
     a = trainer.args
     out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
