@@ -18,6 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agentgym.models.chat_server import ChatServer, TextAssembler
 from agentgym.models.engine import DoneEvent, ErrorEvent, FinishEvent, GenRequest, TokenEvent
 from agentgym.models.openai_schema import (
     ChatCompletion,
@@ -33,7 +34,6 @@ from agentgym.models.openai_schema import (
     Usage,
     error_body,
 )
-from agentgym.models.serve import ChatServer, TextAssembler
 
 
 def _param_of(loc: tuple) -> str | None:
