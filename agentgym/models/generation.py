@@ -285,6 +285,16 @@ class VLLMGenerator:
         self.llm.collective_rpc("reload_weights", kwargs={"weights_iterator": weights})
         self.llm.reset_prefix_cache()
 
+    def close(self) -> None:
+        """Shut the engine down and free its weights and KV cache (a second engine in the process needs them)."""
+        import gc
+
+        llm, self.llm = getattr(self, "llm", None), None
+        if llm is not None:
+            llm.llm_engine.engine_core.shutdown()
+            del llm
+            gc.collect()
+
     def generate(
         self,
         prompts: list[list[int]],

