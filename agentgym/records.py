@@ -22,6 +22,8 @@ class AgentInput:
     info: dict[str, Any]
     first_observation: str = ""
     history: list[tuple[str, str]] = field(default_factory=list)  # (observation, action) before this turn
+    #: Always None from the turn loop (a task id can name the reset seed); logs keep it. ``info`` likewise
+    #: holds only the agent-facing keys (see :mod:`agentgym.loop`).
     task_id: str | None = None
     episode_index: int = 0
     #: Filled by the runner only for agents with ``privileged = True`` (experts): the env's expert move.

@@ -129,6 +129,7 @@ class HFChat:
         self.suppress_token_ids = list(suppress_token_ids) if suppress_token_ids else None
         self.truncated_prompts = 0
         self.generation_s = 0.0
+        self._measured: dict[int, tuple[list[dict[str, str]], list[int]]] = {}
 
     def _ids(self, messages: list[dict[str, str]]) -> list[int]:
         from agentgym.models.generation import chat_prompt_ids
@@ -136,11 +137,14 @@ class HFChat:
         return chat_prompt_ids(self.tokenizer, messages)
 
     def fits(self, messages: list[dict[str, str]]) -> bool:
-        """The prompt is within ``max_prompt_tokens``."""
-        return len(self._ids(messages)) <= self.max_prompt_tokens
+        """The prompt is within ``max_prompt_tokens`` (its tokens are kept for :meth:`encode`)."""
+        ids = self._ids(messages)
+        self._measured[id(messages)] = (messages, ids)  # the reference keeps the id unique until encode
+        return len(ids) <= self.max_prompt_tokens
 
     def encode(self, messages: list[dict[str, str]]) -> list[int]:
-        ids = self._ids(messages)
+        seen = self._measured.get(id(messages))
+        ids = list(seen[1]) if seen is not None and seen[0] is messages else self._ids(messages)
         if len(ids) > self.max_prompt_tokens:
             self.truncated_prompts += 1
             ids = ids[-self.max_prompt_tokens :]
@@ -161,8 +165,9 @@ class HFChat:
         prompts, cut = [], []
         for c in chats:
             n = self.truncated_prompts
-            prompts.append(self.encode(list(c)))
+            prompts.append(self.encode(c))
             cut.append(self.truncated_prompts > n)  # encode() counts the prompts it cut
+        self._measured.clear()
         t0 = time.perf_counter()
         outs = self.generator.generate(
             prompts,
