@@ -54,6 +54,12 @@ def _seed() -> ModuleType:
     return seed
 
 
+def _sft() -> ModuleType:
+    from baselines import sft
+
+    return sft
+
+
 #: Algorithm name -> the loader of its baseline module (which has ``Args`` and ``main(argv)``).
 TRAINERS: dict[str, Callable[[], ModuleType]] = {
     "ppo": _ppo,
@@ -63,6 +69,7 @@ TRAINERS: dict[str, Callable[[], ModuleType]] = {
     "sapo": _sapo,
     "erl": _erl,
     "seed": _seed,
+    "sft": _sft,
 }
 
 #: The names of :data:`TRAINERS`, in table order.
