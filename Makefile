@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 EXTRAS := alfworld,webshop,hotpotqa,train,distributed,web,dev
 export AGENTGYM_DATA ?= $(abspath ../shared/data)
 
-.PHONY: setup demo test test-all bench lint
+.PHONY: setup demo test test-all bench lint figures
 
 setup: $(VENV)/.installed
 
@@ -29,6 +29,10 @@ test-all: setup
 
 bench: setup
 	$(BIN)/python -m pytest tests/benchmarks --benchmark-only -m "" -q
+
+# The measured learning tables of baselines/README.md (multi-seed check of every baseline), regenerated.
+figures: setup
+	$(BIN)/python tools/figures.py
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
