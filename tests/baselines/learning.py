@@ -33,6 +33,8 @@ CONFIGS = {
     "erl": "baselines/configs/erl/erl_echo_tiny.yaml",
     "seed": "baselines/configs/seed/seed_echo_tiny.yaml",
 }
+#: the methods of the default test run (ERL and SEED cost several times more per iteration: ``-m slow``)
+DEFAULT = ("ppo", "grpo", "rloo", "gigpo", "sapo")
 SEEDS = (0, 1, 2, 3, 4)
 GOOD, FLOOR, NEED = 0.8, 0.5, 4
 
