@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PYTHON VENV
 
-.PHONY: setup demo test test-all bench lint lock docs
+.PHONY: setup demo test test-all bench lint lock docs figures
 
 setup: $(VENV)/.installed
 
@@ -26,6 +26,10 @@ test-all: setup
 
 bench: setup
 	$(BIN)/python -m pytest tests/benchmarks --benchmark-only -m "" -q
+
+# The measured learning tables of baselines/README.md (multi-seed check of every baseline), regenerated.
+figures: setup
+	$(BIN)/python tools/figures.py
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
