@@ -107,11 +107,11 @@ def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict) -> di
     return row
 
 
-def smollm2_learns(out: Path, n: int, train: bool) -> None:
+def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG, rl_config: str = RL_CONFIG) -> None:
     from agentgym.models.loading import load_model, smollm2_checkpoint
     from agentgym.rl.checkpoint import load_model_weights
 
-    sft_cfg, rl_cfg = _config(SFT_CONFIG), _config(RL_CONFIG)
+    sft_cfg, rl_cfg = _config(sft_config), _config(rl_config)
     print(f"\n## 2. SmolLM2-135M-Instruct learns {ENV} on this CPU: before / after SFT / after GRPO\n")
     print(f"(held-out seeds {EVAL_SEED_BASE}..{EVAL_SEED_BASE + n - 1}, greedy; training uses seeds far from them)")
     t_all = time.perf_counter()
@@ -133,8 +133,8 @@ def smollm2_learns(out: Path, n: int, train: bool) -> None:
         for d in (sft_dir, rl_dir):  # the demo's own run folders: start afresh
             shutil.rmtree(d, ignore_errors=True)
         t0 = time.perf_counter()
-        print(f"\nSFT: python baselines/sft.py --config {SFT_CONFIG}")
-        sft.main(["--config", str(ROOT / SFT_CONFIG), "--output-dir", str(runs)])
+        print(f"\nSFT: python baselines/sft.py --config {sft_config}")
+        sft.main(["--config", str(ROOT / sft_config), "--output-dir", str(runs)])
         sft_s = time.perf_counter() - t0
         model, tok = load_model(sft_dir / "model", device="cpu")
         rows.append(eval_policy(model, tok, "smollm2-sft", out, n, rl_cfg))
@@ -143,8 +143,8 @@ def smollm2_learns(out: Path, n: int, train: bool) -> None:
         del model
         gc.collect()
         t0 = time.perf_counter()
-        print(f"\nGRPO: python baselines/grpo.py --config {RL_CONFIG} --init-from runs/{sft_cfg['exp_name']}")
-        grpo.main(["--config", str(ROOT / RL_CONFIG), "--output-dir", str(runs), "--init-from", str(sft_dir)])
+        print(f"\nGRPO: python baselines/grpo.py --config {rl_config} --init-from runs/{sft_cfg['exp_name']}")
+        grpo.main(["--config", str(ROOT / rl_config), "--output-dir", str(runs), "--init-from", str(sft_dir)])
         rl_s = time.perf_counter() - t0
         model, tok = load_model(path, device="cpu")
         load_model_weights(model, rl_dir, model_name="smollm2")
@@ -203,6 +203,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--skip-llm", action="store_true", help="no SmolLM2 part")
     p.add_argument("--skip-train", action="store_true", help="SmolLM2 before only (no SFT, no GRPO)")
     p.add_argument("--episodes", type=int, default=None, help="held-out episodes per SmolLM2 evaluation")
+    p.add_argument("--sft-config", default=SFT_CONFIG, help="config of the SFT stage")
+    p.add_argument("--rl-config", default=RL_CONFIG, help="config of the GRPO stage (started from the SFT run)")
     args = p.parse_args(argv)
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -210,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     scripted(out, 8 if args.quick else 20)
     if not args.skip_llm:
         n = args.episodes or (4 if args.quick else 50)
-        smollm2_learns(out, n, train=not (args.skip_train or args.quick))
+        smollm2_learns(out, n, not (args.skip_train or args.quick), args.sft_config, args.rl_config)
     print(f"\nmain job: {time.perf_counter() - t0:.0f} s")
     return 0
 
