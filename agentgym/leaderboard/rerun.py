@@ -123,6 +123,23 @@ def compare_scores(
     }
 
 
+def false_alarm_rate(
+    p: float, n_submitted: int, n_rerun: int, trials: int = 1000, *, seed: int = 0, permutations: int = PERMUTATIONS
+) -> float:
+    """Simulated share of honest reruns that :func:`compare_scores` flags: both samples Bernoulli(``p``).
+
+    This is how the board's stated false-alarm rate is measured (leaderboards/README.md gives the command).
+    """
+    rng = np.random.default_rng(seed)
+    alarms = sum(
+        compare_scores(
+            rng.random(n_submitted) < p, rng.random(n_rerun) < p, rng_key=("fa", seed, i), permutations=permutations
+        )["flagged"]
+        for i in range(trials)
+    )
+    return alarms / trials
+
+
 def _load_submission(folder: Path) -> dict[str, Any]:
     try:
         data = json.loads((folder / SUBMISSION_FILE).read_text(encoding="utf-8"))

@@ -92,7 +92,7 @@ class VerificationReport:
     def summary(self) -> str:
         """A few lines for the terminal."""
         head = "ACCEPTED" if self.ok else f"REJECTED ({len(self.errors)} problem(s))"
-        mode = "all episodes" if self.full else f"a sample (seed {self.sample_seed})"
+        mode = "all episodes" if self.full else f"a sample (seed {self.sample_seed}): a pre-check only, never a badge"
         lines = [
             f"{head}: suite {self.suite or '?'}, {self.episodes} episode(s), {self.replayed} replayed ({mode}), "
             f"{self.seconds:.1f} s"
