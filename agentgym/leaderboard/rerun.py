@@ -364,6 +364,25 @@ def _evaluate(
     return {"errors": errors, "results": results, "comparison": comparison, "flagged": flagged}
 
 
+def check_rerun_cached(
+    folder: str | os.PathLike[str], *, workers: int = 1, cache_dir: Any = None
+) -> dict[str, Any] | None:
+    """:func:`check_rerun`, reused for exactly the same entry bytes, rerun files and sources (the build's cache)."""
+    from agentgym.leaderboard.verify import cache_key, cached_result
+
+    folder = Path(folder)
+    if not (folder / RERUN_FILE).is_file():
+        return None
+    extra = (
+        [RERUN_FILE] + sorted(str(p.relative_to(folder)) for p in (folder / RERUN_DIR).rglob("*") if p.is_file())
+        if (folder / RERUN_DIR).is_dir()
+        else [RERUN_FILE]
+    )
+    key = cache_key(folder, extra)
+    out = cached_result("leaderboard-rerun", key, lambda: check_rerun(folder, workers=workers) or {}, cache_dir)
+    return {k: v for k, v in out.items() if k not in ("cache_key", "cached")}
+
+
 def check_rerun(folder: str | os.PathLike[str], *, workers: int = 1) -> dict[str, Any] | None:
     """The board's check of an entry's rerun record; None when the entry has none.
 

@@ -192,10 +192,19 @@ def load_reported(reported_dir: Path, problems: list[str]) -> tuple[list[Row], l
 
 
 def rank(rows: Sequence[Row], suite: Suite) -> list[Row]:
-    """Rows of one suite, best first by the primary column (rows without it last)."""
+    """Rows of one suite, best tier first, then best first by the primary column (rows without it last)."""
     col = primary_column(suite)
+    tiers = list(TIERS)
     mine = [r for r in rows if r.suite == suite.name]
-    return sorted(mine, key=lambda r: (col not in r.results, -r.results.get(col, 0.0), r.name.lower()))
+    return sorted(
+        mine,
+        key=lambda r: (
+            col not in r.results,
+            tiers.index(r.source) if r.source in tiers else len(tiers),
+            -r.results.get(col, 0.0),
+            r.name.lower(),
+        ),
+    )
 
 
 # -- README ---------------------------------------------------------------------------------------
