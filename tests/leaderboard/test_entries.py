@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import agentgym.leaderboard.rerun as rerun_mod
-from agentgym.leaderboard.rerun import check_rerun, rerun_entry
+from agentgym.leaderboard.rerun import check_rerun_cached, rerun_entry
 from agentgym.leaderboard.verify import verify_cached
 from agentgym.results import family
 from tests.conftest import require_data
@@ -59,7 +59,7 @@ def test_runnable_entries_carry_a_rerun_that_checks_out(entry):
     if data["agent"]["runnable"].get("logs_only"):
         assert not (entry / "rerun.json").exists()
         pytest.skip(f"logs only: {data['agent']['runnable']['reason']}")
-    check = check_rerun(entry)
+    check = check_rerun_cached(entry)
     assert check is not None, f"no rerun record: run `agentgym leaderboard verify {entry} --rerun`"
     assert check["ok"], check["errors"]
     assert check["flagged"] == (entry.name in ADVERSARIES), check["comparison"]
