@@ -41,7 +41,7 @@ import numpy as np
 
 from agentgym.episodes import Episode, iter_episodes
 from agentgym.leaderboard.archive import DEFAULT_LIMITS, SUBMISSION_FILE, log_name, read_gz_capped, sha256_file
-from agentgym.leaderboard.schema import schema_errors
+from agentgym.leaderboard.schema import MODEL_PREFIXES, schema_errors
 from agentgym.records import EpisodeSpec
 from agentgym.results import env_results, family
 from agentgym.suites import get_suite
@@ -284,6 +284,12 @@ def rerun_entry(
     from agentgym import __version__
 
     record["agentgym_version"] = __version__
+    if runnable["spec"].startswith(MODEL_PREFIXES):
+        # agentgym.models.loading has no revision parameter yet: say so rather than imply the weights were pinned.
+        record["warnings"] = [
+            f"{runnable['spec']}: model {runnable.get('model')} is recorded but its revision is not enforced when "
+            "loading; check that the weights on this machine are the pinned ones"
+        ]
     check = _evaluate(folder, data, record, submitted, workers=workers, replay=replay_records)
     record["results"] = check["results"]
     record["comparison"] = check["comparison"]
