@@ -6,7 +6,7 @@ machine, on every build:
 1. :func:`agentgym.leaderboard.verify.verify_cached` replays every episode of the entry in full (a
    cached verdict is reused only for exactly the same bytes, verifier version and agentgym sources; the
    cache lives in ``$AGENTGYM_CACHE``, never in the entry). Passing gives *replay-verified*.
-2. :func:`agentgym.leaderboard.rerun.check_rerun` checks the maintainer's rerun record, if any, and
+2. :func:`agentgym.leaderboard.rerun.check_rerun` (cached the same way) checks the maintainer's rerun record, if any, and
    recomputes its scores and test. A rerun that checks out and agrees gives *re-run verified*; one that
    disagrees adds the flag "not reproduced on fresh seeds" and shows both numbers.
 
@@ -20,7 +20,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from agentgym.leaderboard.rerun import check_rerun
+from agentgym.leaderboard.rerun import check_rerun_cached
 from agentgym.leaderboard.schema import write_schema
 from agentgym.leaderboard.table import load_entries, load_reported, render_readme
 from agentgym.leaderboard.verify import verify_cached
@@ -42,7 +42,7 @@ def entry_status(
     elif problems is not None:
         first = record["errors"][0] if record["errors"] else "rejected"
         problems.append(f"{folder.name}: not verified by the full replay: {first}")
-    rerun = check_rerun(folder, workers=workers) if record["ok"] else None
+    rerun = check_rerun_cached(folder, workers=workers, cache_dir=cache_dir) if record["ok"] else None
     if rerun is not None:
         rerun_results = {
             env: {k: v for k, v in res.items() if k not in ("episodes", "failed")}

@@ -290,10 +290,10 @@ def make_entry(
                 report = verify_folder(staged, sample=replay_sample, workers=workers, limits=limits)
                 return (_install(staged, entries_dir, data, overwrite) if report.ok else None), report
         try:
-            _check_runnable(json.loads(sub.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            if isinstance(exc, SubmissionError):
-                raise
+            unchecked = json.loads(sub.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            unchecked = None  # verify_folder names the problem
+        _check_runnable(unchecked)
         report = verify_folder(folder, sample=replay_sample, workers=workers, limits=limits)
         if not report.ok:
             return None, report

@@ -41,7 +41,7 @@ import numpy as np
 
 from agentgym.episodes import Episode, iter_episodes
 from agentgym.leaderboard.archive import DEFAULT_LIMITS, SUBMISSION_FILE, log_name, read_gz_capped, sha256_file
-from agentgym.leaderboard.schema import schema_errors
+from agentgym.leaderboard.schema import MODEL_PREFIXES, schema_errors
 from agentgym.records import EpisodeSpec
 from agentgym.results import env_results, family
 from agentgym.suites import get_suite
@@ -121,6 +121,23 @@ def compare_scores(
         "n_rerun": int(len(b)),
         "flagged": bool(p_value < ALPHA),
     }
+
+
+def false_alarm_rate(
+    p: float, n_submitted: int, n_rerun: int, trials: int = 1000, *, seed: int = 0, permutations: int = PERMUTATIONS
+) -> float:
+    """Simulated share of honest reruns that :func:`compare_scores` flags: both samples Bernoulli(``p``).
+
+    This is how the board's stated false-alarm rate is measured (leaderboards/README.md gives the command).
+    """
+    rng = np.random.default_rng(seed)
+    alarms = sum(
+        compare_scores(
+            rng.random(n_submitted) < p, rng.random(n_rerun) < p, rng_key=("fa", seed, i), permutations=permutations
+        )["flagged"]
+        for i in range(trials)
+    )
+    return alarms / trials
 
 
 def _load_submission(folder: Path) -> dict[str, Any]:
@@ -267,6 +284,12 @@ def rerun_entry(
     from agentgym import __version__
 
     record["agentgym_version"] = __version__
+    if runnable["spec"].startswith(MODEL_PREFIXES):
+        # agentgym.models.loading has no revision parameter yet: say so rather than imply the weights were pinned.
+        record["warnings"] = [
+            f"{runnable['spec']}: model {runnable.get('model')} is recorded but its revision is not enforced when "
+            "loading; check that the weights on this machine are the pinned ones"
+        ]
     check = _evaluate(folder, data, record, submitted, workers=workers, replay=replay_records)
     record["results"] = check["results"]
     record["comparison"] = check["comparison"]
@@ -345,6 +368,25 @@ def _evaluate(
             comparison[env_id] = {"column": col, **c}
     flagged = any(c["flagged"] for c in comparison.values())
     return {"errors": errors, "results": results, "comparison": comparison, "flagged": flagged}
+
+
+def check_rerun_cached(
+    folder: str | os.PathLike[str], *, workers: int = 1, cache_dir: Any = None
+) -> dict[str, Any] | None:
+    """:func:`check_rerun`, reused for exactly the same entry bytes, rerun files and sources (the build's cache)."""
+    from agentgym.leaderboard.verify import cache_key, cached_result
+
+    folder = Path(folder)
+    if not (folder / RERUN_FILE).is_file():
+        return None
+    extra = (
+        [RERUN_FILE] + sorted(str(p.relative_to(folder)) for p in (folder / RERUN_DIR).rglob("*") if p.is_file())
+        if (folder / RERUN_DIR).is_dir()
+        else [RERUN_FILE]
+    )
+    key = cache_key(folder, extra)
+    out = cached_result("leaderboard-rerun", key, lambda: check_rerun(folder, workers=workers) or {}, cache_dir)
+    return {k: v for k, v in out.items() if k not in ("cache_key", "cached")}
 
 
 def check_rerun(folder: str | os.PathLike[str], *, workers: int = 1) -> dict[str, Any] | None:

@@ -113,6 +113,12 @@ def _badge(row_or_source: Row | str, up: str = "") -> str:
     return badge + "".join(f" <span class='flag'>{esc(f)}</span>" for f in r.flags)
 
 
+def _tier_rank(tier: str) -> int:
+    """Sort key of a tier: higher is more trusted (the Tier column sorts best first)."""
+    names = list(TIERS)
+    return len(names) - names.index(tier) if tier in names else 0
+
+
 def _rows_html(ranked: Sequence[Row], cols: Sequence[str], *, rerun: bool) -> str:
     body_rows = []
     for i, r in enumerate(ranked, 1):
@@ -124,7 +130,7 @@ def _rows_html(ranked: Sequence[Row], cols: Sequence[str], *, rerun: bool) -> st
             f"<td>{esc(r.model)}</td>",
             f"<td data-value='{esc(size_val)}'>{esc(size)}</td>",
             f"<td>{esc(r.method_type)}</td>",
-            f"<td data-value='{esc(r.source)}'>{_badge(r)}</td>",
+            f"<td data-value='{_tier_rank(r.source)}'>{_badge(r)}</td>",
         ]
         for c in cols:
             v = r.results.get(c)
@@ -155,7 +161,7 @@ def _rows_html(ranked: Sequence[Row], cols: Sequence[str], *, rerun: bool) -> st
 def _head(cols: Sequence[str], *, rerun: bool) -> str:
     return (
         "<tr><th data-sort='num'>#</th><th data-sort='text'>Method</th><th data-sort='text'>Model</th>"
-        "<th data-sort='num'>Size (B)</th><th data-sort='text'>Type</th><th data-sort='text'>Tier</th>"
+        "<th data-sort='num'>Size (B)</th><th data-sort='text'>Type</th><th data-sort='num'>Tier</th>"
         + "".join(f"<th data-sort='num'>{esc(c)}</th>" for c in cols)
         + ("<th>Rerun (fresh seeds)</th>" if rerun else "")
         + "<th data-sort='text'>Date</th><th>Links</th></tr>"

@@ -192,10 +192,19 @@ def load_reported(reported_dir: Path, problems: list[str]) -> tuple[list[Row], l
 
 
 def rank(rows: Sequence[Row], suite: Suite) -> list[Row]:
-    """Rows of one suite, best first by the primary column (rows without it last)."""
+    """Rows of one suite, best tier first, then best first by the primary column (rows without it last)."""
     col = primary_column(suite)
+    tiers = list(TIERS)
     mine = [r for r in rows if r.suite == suite.name]
-    return sorted(mine, key=lambda r: (col not in r.results, -r.results.get(col, 0.0), r.name.lower()))
+    return sorted(
+        mine,
+        key=lambda r: (
+            col not in r.results,
+            tiers.index(r.source) if r.source in tiers else len(tiers),
+            -r.results.get(col, 0.0),
+            r.name.lower(),
+        ),
+    )
 
 
 # -- README ---------------------------------------------------------------------------------------
@@ -266,7 +275,10 @@ TRUST_MODEL = [
     "with per-step and per-episode time limits) on reset seeds drawn with `secrets` at verification time and "
     "recorded after the run, replays the rerun, and compares the scores with a one-sided permutation test "
     "(10,000 permutations) at the 1% level: an honest agent is flagged by chance in at most 1% of reruns per "
-    "env. Fixed-task suites (ALFWorld, WebShop, HotpotQA) rerun the same tasks with fresh seeds, which "
+    "env (simulated with 1,000 honest reruns of 100 vs 100 episodes: 0.5% flagged at a 16% success rate, 0.8% at "
+    '50%; `python -c "from agentgym.leaderboard.rerun import false_alarm_rate as f; print(f(0.16, 100, 100), '
+    'f(0.5, 100, 100))"`). With `--episodes N` the test uses the N rerun episodes, so its interval widens. '
+    "Fixed-task suites (ALFWorld, WebShop, HotpotQA) rerun the same tasks with fresh seeds, which "
     "re-samples the agent but cannot expose an agent tuned to those very tasks. A code agent (`module:Class`) "
     "is someone else's code: maintainers review it before running it; the separate process isolates "
     "information (no seed, no env object), it is not a security sandbox.",

@@ -92,7 +92,7 @@ class VerificationReport:
     def summary(self) -> str:
         """A few lines for the terminal."""
         head = "ACCEPTED" if self.ok else f"REJECTED ({len(self.errors)} problem(s))"
-        mode = "all episodes" if self.full else f"a sample (seed {self.sample_seed})"
+        mode = "all episodes" if self.full else f"a sample (seed {self.sample_seed}): a pre-check only, never a badge"
         lines = [
             f"{head}: suite {self.suite or '?'}, {self.episodes} episode(s), {self.replayed} replayed ({mode}), "
             f"{self.seconds:.1f} s"
@@ -586,10 +586,24 @@ def verify_cached(
     """
     folder = Path(folder)
     key = _cache_key(folder)
+
+    def run() -> dict[str, Any]:
+        return verification_record(folder, verify(folder, full=True, workers=workers))
+
+    return cached_result("leaderboard-verify", key, run, cache_dir)
+
+
+def cached_result(
+    kind: str, key: str, compute: Any, cache_dir: str | os.PathLike[str] | None = None
+) -> dict[str, Any]:
+    """``compute()`` (a JSON-able dict), or its earlier result stored under ``key`` in the verifier's cache.
+
+    The cache is ``cache_dir`` or ``$AGENTGYM_CACHE/<kind>``; ``"cached"`` says whether the result was reused.
+    """
     if cache_dir is None:
         from agentgym.data import cache_dir as _cache_dir
 
-        cache_dir = _cache_dir() / "leaderboard-verify"
+        cache_dir = _cache_dir() / kind
     path = Path(cache_dir) / f"{key}.json"
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -597,11 +611,10 @@ def verify_cached(
             return {**record, "cached": True}
     except (OSError, ValueError):
         pass
-    report = verify(folder, full=True, workers=workers)
-    record = {**verification_record(folder, report), "cache_key": key}
+    record = {**compute(), "cache_key": key}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
         tmp.replace(path)
     except OSError:  # a read-only cache only costs time
@@ -609,7 +622,12 @@ def verify_cached(
     return {**record, "cached": False}
 
 
-def _cache_key(folder: Path) -> str:
+def cache_key(folder: str | os.PathLike[str], extra: Sequence[str] = ()) -> str:
+    """The key a verdict on ``folder`` is cached under: its bytes (plus ``extra`` files), the verifier, the sources."""
+    return _cache_key(Path(folder), extra)
+
+
+def _cache_key(folder: Path, extra: Sequence[str] = ()) -> str:
     import hashlib
 
     envs: list[str] = []
@@ -625,9 +643,21 @@ def _cache_key(folder: Path) -> str:
     from agentgym import __version__
 
     blob = "\n".join(
-        [content_hash(folder), f"verifier {VERIFIER_VERSION}", f"agentgym {__version__}", _code_hash(), *envs]
+        [
+            content_hash(folder, list(extra)),
+            f"verifier {VERIFIER_VERSION}",
+            f"agentgym {__version__}",
+            _code_hash(),
+            *envs,
+        ]
     )
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+#: Sources left out of :func:`_code_hash`: they render or submit, and never take part in a replay.
+_PRESENTATION = frozenset(
+    {"cli.py", "leaderboard/cli.py", "leaderboard/table.py", "leaderboard/site.py", "leaderboard/build.py"}
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -638,5 +668,8 @@ def _code_hash() -> str:
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
-        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+        rel = path.relative_to(root).as_posix()
+        if rel in _PRESENTATION:  # rendering the board cannot change what a replay finds
+            continue
+        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()

@@ -1,9 +1,11 @@
 """Agents for the rerun tests (tests only): an oracle that plans with the public seed, and broken agents.
 
-``OracleBySeed`` is the adversary of issue 23: it reads the reset seed from the task id the turn loop
-hands an in-process agent, searches a private copy of the env seeded with it for a lucky action sequence,
-and plays that sequence, so on the public suite it "solves" slippery FrozenLake far above the optimal
-expert. Without the seed (inside the rerun's agent process) it can only guess.
+``OracleBySeed`` is the adversary of issue 23: it knows the public suite's seeds (they are in
+``agentgym.suites``), and it reads the reset seed from the task id when the turn loop still hands one to an
+in-process agent. For each episode it searches a private copy of the env seeded with that seed for a lucky
+action sequence and plays it, so on the public suite it "solves" slippery FrozenLake far above the optimal
+expert. Without the leak it recognises the public episode by its first observation (the lowest unused
+public seed whose reset gives it). On fresh seeds (the rerun) neither works, and it can only guess.
 """
 
 from __future__ import annotations
@@ -26,8 +28,10 @@ class OracleBySeed:
     def __init__(self, tries: int = 400) -> None:
         self.tries = tries
         self.rng = np.random.default_rng(0)
-        self.plans: dict[str, list[str]] = {}
+        self.live: list[tuple[str, list[str]]] = []  # (first observation, plan) of the episodes it planned
         self._envs: dict[str, Any] = {}
+        self._resets: dict[str, list[tuple[int, str]]] = {}
+        self._used: set[tuple[str, int]] = set()
 
     def config(self) -> dict[str, Any]:
         return {"tries": self.tries}
@@ -55,18 +59,40 @@ class OracleBySeed:
             best = best or actions
         return best
 
+    def _public_seed(self, env_id: str, first_observation: str) -> int | None:
+        """The lowest public suite seed not yet assigned whose reset observation is ``first_observation``."""
+        import gymnasium as gym
+
+        import agentgym  # noqa: F401
+        from agentgym.suites import SUITES
+
+        if env_id not in self._resets:
+            env = self._envs.get(env_id) or self._envs.setdefault(env_id, gym.make(env_id))
+            seeds = sorted({t.spec.seed for s in SUITES.values() for t in s.tasks if t.env_id == env_id})
+            self._resets[env_id] = [(seed, env.reset(seed=seed)[0]) for seed in seeds if seed is not None]
+        for seed, obs in self._resets[env_id]:
+            if obs == first_observation and (env_id, seed) not in self._used:
+                self._used.add((env_id, seed))
+                return seed
+        return None
+
     def act(self, inputs: Sequence[AgentInput]) -> list[AgentAction]:
         out = []
         for x in inputs:
-            leak = x.task_id or str(x.info.get("task_id") or "")
-            m = _SEED.search(leak)
-            if m:
-                plan = self.plans.get(leak)
-                if plan is None:
-                    plan = self.plans[leak] = self._plan(x.env_id, int(m.group(1)))
-                if x.turn < len(plan):
-                    out.append(AgentAction(action=plan[x.turn]))
-                    continue
+            first = x.first_observation or x.observation
+            done = [a for _, a in x.history]
+            plan = None
+            if x.turn == 0:
+                m = _SEED.search(x.task_id or str(x.info.get("task_id") or ""))
+                seed = int(m.group(1)) if m else self._public_seed(x.env_id, first)
+                if seed is not None:
+                    plan = self._plan(x.env_id, seed)
+                    self.live.append((first, plan))
+            else:
+                plan = next((p for f, p in self.live if f == first and p[: len(done)] == done), None)
+            if plan is not None and x.turn < len(plan):
+                out.append(AgentAction(action=plan[x.turn]))
+                continue
             choices = x.info.get("admissible_actions") or ["left"]
             out.append(AgentAction(action=str(choices[int(self.rng.integers(len(choices)))])))
         return out

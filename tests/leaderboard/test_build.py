@@ -174,3 +174,33 @@ def test_broken_entries_are_listed_not_fatal(board):
     out = build(board)
     assert any(p.startswith("broken:") for p in out["problems"])
     assert "Entries that could not be shown or verified" in (board / "README.md").read_text()
+
+
+def test_submit_requires_a_pinned_runnable_spec_or_logs_only(submission, tmp_path, capsys):
+    unpinned = tmp_path / "unpinned.json"
+    unpinned.write_text(json.dumps({"spec": "hf:Qwen/Qwen2.5-1.5B-Instruct", "kwargs": {}, "agent_name": "expert"}))
+    entries = tmp_path / "entries"
+    args = ["submit", str(submission), "--entries", str(entries), "--workers", "1", "--runnable"]
+    assert agentgym([*args, str(unpinned)]) == 1
+    err = capsys.readouterr().err
+    assert "is not pinned" in err and "model.revision" in err and "logs_only" in err
+    assert not entries.exists()
+    pinned = tmp_path / "pinned.json"
+    pinned.write_text(
+        json.dumps(
+            {
+                "spec": "hf:Qwen/Qwen2.5-1.5B-Instruct",
+                "kwargs": {"temperature": 0.4},
+                "agent_name": "expert",
+                "model": {"id": "Qwen/Qwen2.5-1.5B-Instruct", "revision": "989aa7980e4cf806f80c7fef2b1adb7bc71aa306"},
+                "prompt_version": "1",
+                "sampling": {"temperature": 0.4, "top_p": 1.0, "max_new_tokens": 512},
+            }
+        )
+    )
+    assert agentgym([*args, str(pinned)]) == 0
+    logs_only = tmp_path / "logs_only.json"
+    logs_only.write_text(json.dumps({"logs_only": True, "reason": "private weights", "agent_name": "expert"}))
+    assert agentgym([*args, str(logs_only)]) == 0
+    (entry,) = entries.iterdir()
+    assert json.loads((entry / "submission.json").read_text())["agent"]["runnable"]["logs_only"] is True

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 import agentgym.leaderboard.rerun as rerun_mod
-from agentgym.leaderboard.rerun import check_rerun, rerun_entry
+from agentgym.leaderboard.rerun import check_rerun_cached, rerun_entry
 from agentgym.leaderboard.verify import verify_cached
 from agentgym.results import family
 from tests.conftest import require_data
 
 ENTRIES = sorted(p for p in (Path(__file__).resolve().parents[2] / "leaderboards" / "entries").glob("*") if p.is_dir())
-#: Env families whose agents re-run on CPU within a test (procedural, no data).
-CHEAP = ("frozenlake", "sokoban")
+#: Entries kept on the board to show the rerun at work: their rerun must be flagged, never agree.
+ADVERSARIES = {"frozenlake-oracle-by-seed-adversary-demo-2026-12-03"}
 
 
 def _data(entry: Path) -> dict:
@@ -42,15 +42,27 @@ def test_committed_entry_passes_a_full_replay(entry):
     assert record["full"] and record["replayed"] == record["episodes"] > 0
 
 
+def test_the_adversary_is_on_the_board_and_flagged():
+    from agentgym.leaderboard.build import NOT_REPRODUCED
+
+    root = ENTRIES[0].parents[1]
+    assert ADVERSARIES <= {p.name for p in ENTRIES}
+    readme = (root / "README.md").read_text()
+    assert "Oracle-by-seed (adversary demo)" in readme and NOT_REPRODUCED in readme
+    page = (root / "site" / "frozenlake.html").read_text()
+    assert NOT_REPRODUCED in page
+
+
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda p: p.name)
 def test_runnable_entries_carry_a_rerun_that_checks_out(entry):
     data = _data(entry)
     if data["agent"]["runnable"].get("logs_only"):
         assert not (entry / "rerun.json").exists()
         pytest.skip(f"logs only: {data['agent']['runnable']['reason']}")
-    check = check_rerun(entry)
+    check = check_rerun_cached(entry)
     assert check is not None, f"no rerun record: run `agentgym leaderboard verify {entry} --rerun`"
-    assert check["ok"] and not check["flagged"], (check["errors"], check["comparison"])
+    assert check["ok"], check["errors"]
+    assert check["flagged"] == (entry.name in ADVERSARIES), check["comparison"]
 
 
 @pytest.mark.parametrize("name", ["frozenlake-random-agent", "sokoban-bfs-solver-expert"])
