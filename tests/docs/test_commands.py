@@ -35,9 +35,17 @@ NOT_RUN: list[tuple[str, str]] = [
     (r"agentgym webshop serve", "a server: runs until interrupted (tests/envs/webshop start it)"),
 ]
 
+#: (regex, why): run only with ``-m slow`` (they take minutes on a CPU).
+LONG: list[tuple[str, str]] = [
+    (r"tools/reproduce\.py .*--scale small", "trains and evaluates a row end to end: minutes on CPU"),
+]
+
 #: Commands run at a smaller, documented size: (regex, replacement).
 SMALLER: list[tuple[str, str]] = [
-    (r"^((?!.*--total-iterations).*(baselines/\w+\.py|agentgym train \w+) --config \S+)", r"\1 --total-iterations 2 --no-progress"),
+    (
+        r"^((?!.*--total-iterations).*(baselines/\w+\.py|agentgym train \w+) --config \S+)",
+        r"\1 --total-iterations 2 --no-progress",
+    ),
     (r"--split valid_unseen --episodes 134", "--split valid_unseen --episodes 3"),
     # Model agents on CPU: one episode of 4-token answers checks the whole path (the README's size is 2 x 16).
     (r"--episodes 2 --max-new-tokens 16", "--episodes 1 --max-new-tokens 4"),
@@ -115,7 +123,13 @@ def test_every_command_is_run_or_has_a_reason():
     assert len(skipped) < len(COMMANDS) / 2, "most documented commands must run"
 
 
-@pytest.mark.parametrize("where,command", COMMANDS, ids=[w for w, _ in COMMANDS])
+def _params():
+    for where, command in COMMANDS:
+        slow = any(re.search(p, command) for p, _ in LONG)
+        yield pytest.param(where, command, id=where, marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("where,command", list(_params()))
 def test_documented_command_runs(where, command, workdir):
     for pattern, reason in NOT_RUN:
         if re.search(pattern, command):
@@ -142,4 +156,6 @@ def test_documented_command_runs(where, command, workdir):
         ["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True,
         stdin=subprocess.DEVNULL, timeout=600,
     )  # fmt: skip
-    assert out.returncode == 0, f"{where}: `{command}` exited {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+    assert out.returncode == 0, (
+        f"{where}: `{command}` exited {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
+    )
