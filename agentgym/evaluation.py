@@ -16,7 +16,7 @@ import gymnasium as gym
 
 from agentgym.agents.base import agent_config
 from agentgym.episodes import Episode, EpisodeBuilder, JsonlWriter, iter_episodes, summarize, to_jsonable
-from agentgym.records import AgentInput, EpisodeSpec, episode_key
+from agentgym.records import AgentInput, EpisodeSpec, episode_key, seed_specs  # noqa: F401  (EpisodeSpec, seed_specs: public API here too)
 
 
 @dataclass
