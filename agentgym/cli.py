@@ -66,27 +66,30 @@ def load_agent(spec: str, **kwargs: Any):
 def _import_class(spec: str) -> Any:
     """``module:Class`` (the current folder is searched first, as ``python -m`` does) or ``path/file.py:Class``."""
     module, _, cls = spec.rpartition(":")
-    try:
-        if module.endswith(".py"):
-            path = os.path.abspath(module)
-            if not os.path.isfile(path):
-                raise SystemExit(f"cannot load agent {spec!r}: no file {path}")
-            mod_spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
-            mod = importlib.util.module_from_spec(mod_spec)
-            sys.modules[mod_spec.name] = mod
-            mod_spec.loader.exec_module(mod)
-        else:
-            if os.getcwd() not in sys.path and "" not in sys.path:
-                sys.path.insert(0, os.getcwd())
+    if module.endswith(".py"):
+        path = os.path.abspath(module)
+        if not os.path.isfile(path):
+            raise SystemExit(f"cannot load agent {spec!r}: no file {path}")
+        mod_spec = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+        mod = importlib.util.module_from_spec(mod_spec)
+        sys.modules[mod_spec.name] = mod
+        mod_spec.loader.exec_module(mod)  # errors inside the user's file are shown as they are
+    else:
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
             mod = importlib.import_module(module)
-        return getattr(mod, cls)
-    except ModuleNotFoundError as exc:
-        raise SystemExit(
-            f"cannot load agent {spec!r}: no module {exc.name!r} (searched the current folder {os.getcwd()} and "
-            f"sys.path); run from the folder holding {module.split('.')[0]}.py, or write path/to/file.py:{cls}"
-        ) from exc
-    except AttributeError as exc:
-        raise SystemExit(f"cannot load agent {spec!r}: module {module!r} has no {cls!r}") from exc
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not module.startswith(exc.name):
+                raise  # the module exists but imports something missing: the user's traceback helps
+            raise SystemExit(
+                f"cannot load agent {spec!r}: no module {exc.name!r} (searched the current folder {os.getcwd()} "
+                f"and sys.path); run from the folder holding {module.split('.')[0]}.py, or write "
+                f"path/to/file.py:{cls}"
+            ) from exc
+    if not hasattr(mod, cls):
+        raise SystemExit(f"cannot load agent {spec!r}: module {module!r} has no {cls!r}")
+    return getattr(mod, cls)
 
 
 #: Where each data-backed env family lists its split names (``--split`` is checked against these).

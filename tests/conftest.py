@@ -20,19 +20,19 @@ if "AGENTGYM_DATA" not in os.environ and (ROOT.parent / "shared" / "data").is_di
 os.environ.setdefault("AGENTGYM_CACHE", str(ROOT / ".cache" / "agentgym"))
 
 
-def data_root() -> Path | None:
-    value = os.environ.get("AGENTGYM_DATA")
-    return Path(value) if value else None
+def data_root() -> Path:
+    """Where agentgym reads data: ``$AGENTGYM_DATA``, else the per-user data folder (the one rule)."""
+    from agentgym.data import data_dir
+
+    return data_dir()
 
 
 def require_data(family: str, *parts: str) -> Path:
-    """The path ``$AGENTGYM_DATA/family/parts...``, or skip the test saying what is missing."""
-    root = data_root()
-    if root is None:
-        pytest.skip(
-            f"AGENTGYM_DATA is not set; {family} tests need it (`agentgym data download FAMILY` or `agentgym data prepare FAMILY --from DIR` creates it)"
-        )
-    path = root.joinpath(family, *parts)
+    """The path ``<data root>/family/parts...``, or skip the test saying what is missing."""
+    path = data_root().joinpath(family, *parts)
     if not path.exists():
-        pytest.skip(f"{path} is absent; {family} tests need it (set AGENTGYM_DATA to a folder holding {family}/)")
+        pytest.skip(
+            f"{path} is absent; {family} tests need it (`agentgym data download {family}`, "
+            f"`agentgym data prepare {family} --from DIR`, or set AGENTGYM_DATA to a folder holding {family}/)"
+        )
     return path

@@ -344,3 +344,15 @@ def test_the_way_in_after_setup_works_from_a_fresh_shell(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("agentgym ")
+
+
+def test_reproduce_script_help_names_every_default():
+    out = subprocess.run(
+        [sys.executable, "tools/reproduce.py", "--help"], capture_output=True, text=True, cwd=ROOT, timeout=120,
+        env={**os.environ, "COLUMNS": "200"},
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert _options_without_help(out.stdout) == []
+    for option in ("--scale", "--seeds", "--out"):
+        line = next(ln for ln in out.stdout.splitlines() if ln.strip().startswith(option))
+        assert "default" in line, line

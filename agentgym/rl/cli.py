@@ -104,6 +104,24 @@ def load_trainer(algo: str) -> ModuleType:
         ) from e
 
 
+def _check_configs(module, algo: str, argv: Sequence[str]) -> None:
+    """A missing or broken ``--config`` is one line with the fix (before any model loads), not a traceback."""
+    from agentgym.rl.config import load_config_file, make_args
+
+    paths = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"]
+    paths += [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
+    config: dict = {}
+    for path in paths:
+        try:
+            config.update(load_config_file(path))
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"agentgym train {algo}: --config {path}: {exc}") from None
+    try:
+        make_args(module.Args, config)
+    except (TypeError, ValueError) as exc:
+        raise SystemExit(f"agentgym train {algo}: {exc} (`agentgym train {algo} --help` lists the fields)") from None
+
+
 def train_main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``agentgym train``; returns the exit code."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -116,6 +134,7 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     except (KeyError, ModuleNotFoundError) as e:
         print(f"agentgym train: {e.args[0]}", file=sys.stderr)
         return 2
+    _check_configs(module, algo, rest)
     saved, sys.argv = sys.argv, [f"agentgym train {algo}", *rest]  # the usage line names what was typed
     try:
         module.main(rest)

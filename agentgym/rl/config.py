@@ -190,13 +190,6 @@ def make_args(cls: type[A], overrides: dict[str, Any] | None = None) -> A:
     return cls(**overrides)
 
 
-def _load_for_cli(path: str) -> dict[str, Any]:
-    try:
-        return load_config_file(path)
-    except (OSError, ValueError) as exc:  # a wrong path or a broken file: one line with the fix
-        raise SystemExit(f"error: --config {path}: {exc}") from None
-
-
 #: ``--config`` is read before tyro parses the rest, so tyro's ``--help`` would not list it: say it in the text.
 CONFIG_HELP = (
     "--config FILE  a YAML/JSON/TOML file of these fields (a table row from baselines/configs/, or a run's "
@@ -220,18 +213,15 @@ def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None
         if a == "--config":
             if i + 1 >= len(argv):
                 raise SystemExit("--config needs a file path")
-            config.update(_load_for_cli(argv[i + 1]))
+            config.update(load_config_file(argv[i + 1]))
             i += 2
             continue
         if a.startswith("--config="):
-            config.update(_load_for_cli(a.split("=", 1)[1]))
+            config.update(load_config_file(a.split("=", 1)[1]))
         else:
             rest.append(a)
         i += 1
-    try:
-        default = make_args(cls, config)
-    except ValueError as exc:  # a config key that is no field: one line, not a traceback
-        raise SystemExit(f"error: {exc}") from None
+    default = make_args(cls, config)
     description = f"{(cls.__doc__ or '').strip()}\n\n{CONFIG_HELP}"
     return tyro.cli(cls, default=default, args=rest, prog=prog, description=description)
 

@@ -125,6 +125,7 @@ class RunInfo:
         for h in self._handlers:
             log.addHandler(h)
         log.setLevel(logging.INFO)
+        self._propagate = log.propagate
         log.propagate = False  # the lines go where this run says, not twice through the root logger
         log.info("run %s (%s) in %s", getattr(args, "exp_name", "?"), type(args).__module__, self.run_dir)
 
@@ -136,6 +137,8 @@ class RunInfo:
         log.info("iteration %d/%d %s", it, total, " ".join(parts))
 
     def close(self) -> None:
+        if self._handlers:
+            log.propagate = self._propagate
         for h in self._handlers:
             log.removeHandler(h)
             h.close()

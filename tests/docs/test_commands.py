@@ -1,4 +1,6 @@
-"""Every shell command in README.md and docs/*.md runs as written, so the docs cannot drift from the code.
+"""Every shell command of the Markdown docs runs as written, so the docs cannot drift from the code.
+
+The files: README.md, docs/*.md, baselines/README.md and leaderboards/README.md.
 
 The commands are read from the ```bash blocks, one per line, and run with bash in a fresh copy of the
 checkout (tracked files only) with this venv activated, as a newcomer would after the Quickstart. Python
@@ -21,7 +23,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "baselines" / "README.md",
+    ROOT / "leaderboards" / "README.md",
+]
 
 #: (regex on the command, why it is not run here).
 NOT_RUN: list[tuple[str, str]] = [
@@ -33,6 +40,12 @@ NOT_RUN: list[tuple[str, str]] = [
     (r"agentgym data download", "downloads the data set (network)"),
     (r"openai:", "needs a running model server (tests/agents and the serve tests run this path)"),
     (r"agentgym webshop serve", "a server: runs until interrupted (tests/envs/webshop start it)"),
+    (r" \.\.\. ", "a template: `...` stands for the reader's own config"),
+]
+
+#: (regex, why): run only with ``-m slow`` (they take minutes on a CPU).
+LONG: list[tuple[str, str]] = [
+    (r"tools/reproduce\.py .*--scale small", "trains and evaluates a row end to end: minutes on CPU"),
 ]
 
 #: Commands run at a smaller, documented size: (regex, replacement).
@@ -53,13 +66,23 @@ NEEDS_DATA = {"ALFWorld": "alfworld", "WebShop": "webshop", "webshop-": "webshop
 def _commands() -> list[tuple[str, str]]:
     out = []
     for path in DOCS:
-        in_bash = False
+        if not path.exists():
+            continue
+        in_bash, pending, start = False, "", 0
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if line.startswith("```"):
                 in_bash = not in_bash and line.strip() in ("```bash", "```sh", "```shell")
                 continue
-            if in_bash and line.strip() and not line.lstrip().startswith("#"):
-                out.append((f"{path.relative_to(ROOT)}:{n}", line.strip()))
+            if not in_bash or (not pending and (not line.strip() or line.lstrip().startswith("#"))):
+                continue
+            if not pending:
+                start = n
+            text = line.strip()
+            if text.split("  #")[0].rstrip().endswith("\\"):  # a continued command: join the next line
+                pending += text.split("  #")[0].rstrip()[:-1] + " "
+                continue
+            out.append((f"{path.relative_to(ROOT)}:{start}", pending + text))
+            pending = ""
     return out
 
 
@@ -118,7 +141,13 @@ def test_every_command_is_run_or_has_a_reason():
     assert len(skipped) < len(COMMANDS) / 2, "most documented commands must run"
 
 
-@pytest.mark.parametrize("where,command", COMMANDS, ids=[w for w, _ in COMMANDS])
+def _params():
+    for where, command in COMMANDS:
+        slow = any(re.search(p, command) for p, _ in LONG)
+        yield pytest.param(where, command, id=where, marks=[pytest.mark.slow] if slow else [])
+
+
+@pytest.mark.parametrize("where,command", list(_params()))
 def test_documented_command_runs(where, command, workdir):
     for pattern, reason in NOT_RUN:
         if re.search(pattern, command):
@@ -135,8 +164,15 @@ def test_documented_command_runs(where, command, workdir):
     command = command.replace("<slug>", cheap[0] if cheap else "none")
     command = command.replace("module:MyAgent", "my_agent:MyAgent")
     command = command.replace("source .venv/bin/activate", f"source {Path(sys.prefix) / 'bin' / 'activate'}")
-    if "agentgym submit" in command and not (workdir / "runs" / "my-agent").exists():
-        pytest.skip("needs the submission of the eval command above it (run in order)")
+    if "agentgym submit" in command:
+        if not (workdir / "runs" / "my-agent").exists():
+            pytest.skip("needs the submission of the eval command above it (run in order)")
+        # Each documented submit starts from the committed board (an earlier one wrote the same entry).
+        tracked = set(subprocess.run(["git", "ls-files", "leaderboards/entries"], cwd=ROOT, capture_output=True,
+                                     text=True).stdout.split())  # fmt: skip
+        for entry in (workdir / "leaderboards" / "entries").iterdir():
+            if entry.is_dir() and not any(t.startswith(f"leaderboards/entries/{entry.name}/") for t in tracked):
+                shutil.rmtree(entry)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env["PYTHONPATH"] = str(workdir)  # the copy's code, not the checkout's
     env["PATH"] = f"{Path(sys.prefix) / 'bin'}{os.pathsep}{env.get('PATH', '')}"

@@ -42,7 +42,9 @@ def test_a_training_run_writes_config_versions_and_one_log_line_per_iteration(tm
     assert len(its) == 2 and "iteration 1/2" in its[0] and "iteration 2/2" in its[1]
     assert "success=" in its[1] and "return=" in its[1]
     # The run's handlers are gone afterwards: a later run in the same process does not write into this log.
-    assert not logging.getLogger("agentgym.train").handlers
+    log = logging.getLogger("agentgym.train")
+    assert not [h for h in log.handlers if getattr(h, "baseFilename", None) == str(run / "train.log")]
+    assert log.propagate
 
 
 def test_no_progress_bar_logs_iterations_to_the_console(tmp_path, capsys):
@@ -54,12 +56,23 @@ def test_no_progress_bar_logs_iterations_to_the_console(tmp_path, capsys):
     assert "iteration 1/1 success=" in capsys.readouterr().err
 
 
-def test_a_bad_config_path_is_one_line_naming_the_file(tmp_path):
-    import baselines.grpo as grpo
+def test_a_bad_config_is_one_line_naming_the_file(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
 
-    with pytest.raises(SystemExit, match=r"--config .*nosuch\.yaml.*does not exist"):
-        parse_args(grpo.Args, ["--config", str(tmp_path / "nosuch.yaml")])
+    root = Path(__file__).resolve().parents[2]
+
+    def train(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-m", "agentgym", "train", "grpo", *argv], capture_output=True, text=True, cwd=root,
+            timeout=300,
+        )  # fmt: skip
+
+    out = train("--config", str(tmp_path / "nosuch.yaml"))
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "nosuch.yaml" in out.stderr and "does not exist" in out.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("no_such_field: 1\n")
-    with pytest.raises(SystemExit, match="unknown Args field"):
-        parse_args(grpo.Args, ["--config", str(bad)])
+    out = train("--config", str(bad))
+    assert out.returncode != 0 and "Traceback" not in out.stderr and "no_such_field" in out.stderr
