@@ -5,11 +5,15 @@ A checkpoint is a folder ``ckpt_<iteration>/`` written under a temporary name an
 everything that decides the next iteration: model (and critic) weights, optimizer states, the Python /
 NumPy / torch (CPU and CUDA) RNG states, the trainer's own task-order generator, the iteration counter
 and the metrics history.
+
+Checkpoints hold only tensors and plain Python values (the NumPy RNG state is stored as a list), so they load
+with ``torch.load(weights_only=True)``: a checkpoint from someone else cannot run code when it is loaded.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import random
 import shutil
 from pathlib import Path
@@ -23,7 +27,9 @@ STATE_FILE = "state.pt"
 
 def rng_state() -> dict[str, Any]:
     """Global RNG states (Python, NumPy, torch CPU and every CUDA device)."""
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    name, keys, pos, has_gauss, gauss = np.random.get_state()
+    numpy_state = [str(name), [int(k) for k in keys], int(pos), int(has_gauss), float(gauss)]  # no pickled arrays
+    state = {"python": random.getstate(), "numpy": numpy_state, "torch": torch.get_rng_state()}
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
@@ -31,7 +37,8 @@ def rng_state() -> dict[str, Any]:
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    name, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((name, np.asarray(keys, dtype=np.uint32), pos, has_gauss, gauss))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -86,7 +93,13 @@ def load_checkpoint(path: str | Path, *, restore_rng: bool = True) -> dict[str, 
     path = Path(path)
     if not (path / STATE_FILE).exists():
         raise FileNotFoundError(f"{path} is not a checkpoint (no {STATE_FILE}); pick one of ckpt_* in the run folder")
-    state = torch.load(path / STATE_FILE, map_location="cpu", weights_only=False)
+    try:  # tensors and plain values only: loading never runs code from the file
+        state = torch.load(path / STATE_FILE, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        raise ValueError(
+            f"{path / STATE_FILE} holds objects other than tensors and plain values, so it is not loaded "
+            f"(unpickling them could run code). It was not written by this version of agentgym: {exc}"
+        ) from None
     if restore_rng:
         set_rng_state(state["rng"])
     return state
