@@ -201,6 +201,8 @@ def test_submit_requires_a_pinned_runnable_spec_or_logs_only(submission, tmp_pat
     assert agentgym([*args, str(pinned)]) == 0
     logs_only = tmp_path / "logs_only.json"
     logs_only.write_text(json.dumps({"logs_only": True, "reason": "private weights", "agent_name": "expert"}))
-    assert agentgym([*args, str(logs_only)]) == 0
+    assert agentgym([*args, str(logs_only)]) == 1  # the entry exists now: submit never overwrites silently
+    assert "already exists" in capsys.readouterr().err
+    assert agentgym([*args, str(logs_only), "--force"]) == 0
     (entry,) = entries.iterdir()
     assert json.loads((entry / "submission.json").read_text())["agent"]["runnable"]["logs_only"] is True
