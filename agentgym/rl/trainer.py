@@ -351,8 +351,9 @@ class Trainer:
         t0 = time.perf_counter()
         push_weights(self.generator, self.model)
         self._engine_stale = False
-        self._sync_s += time.perf_counter() - t0
-        return time.perf_counter() - t0
+        spent = time.perf_counter() - t0
+        self._sync_s += spent
+        return spent
 
     def make_batch(self, rb: Any) -> TurnBatch:
         """Training rows of a rollout: one per turn, with shaped rewards in ``meta``."""

@@ -100,16 +100,20 @@ def _load_logic(key: str):
         return None
 
 
-def _save_logic(key: str, logic: Any) -> None:
-    path = _logic_path(key)
+def _write_cache(path: Path | None, obj: Any, errors: tuple[type[BaseException], ...] = (OSError,)) -> None:
+    """Pickle ``obj`` to ``path`` atomically (temp file + rename); ``errors`` only cost speed, so they pass."""
     if path is None:
         return
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(pickle.dumps(logic, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.write_bytes(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(tmp, path)
-    except Exception:  # an unwritable cache (or an unpicklable grammar) only costs speed
+    except errors:
         tmp.unlink(missing_ok=True)
+
+
+def _save_logic(key: str, logic: Any) -> None:
+    _write_cache(_logic_path(key), logic, errors=(Exception,))  # an unwritable cache or an unpicklable grammar
 
 
 def game_logic(domain: str, grammar: str):
@@ -263,15 +267,7 @@ def _disk_path(key: str) -> Path | None:
 
 
 def _save(key: str, game: CompiledGame) -> None:
-    path = _disk_path(key)
-    if path is None:
-        return
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(pickle.dumps(game, protocol=pickle.HIGHEST_PROTOCOL))
-        os.replace(tmp, path)
-    except OSError:  # an unwritable cache only costs speed
-        tmp.unlink(missing_ok=True)
+    _write_cache(_disk_path(key), game)  # an unwritable cache only costs speed
 
 
 def _remember(key: str, game: CompiledGame) -> None:
