@@ -138,6 +138,12 @@ def _build() -> dict[str, Suite]:
             _seeded("agentgym/FrozenLake-v0"),
         ),
         Suite(
+            "frozenlake-notslippery",
+            "1",
+            "FrozenLake 4x4, not slippery, 10 actions: the same 100 seeds (the cpu SmolLM2 runs' held-out set)",
+            _seeded("agentgym/FrozenLakeNotSlippery-v0"),
+        ),
+        Suite(
             "sokoban-erl",
             "1",
             "Sokoban 6x6, one box, in ERL's letter symbols: the same 100 seeds",

@@ -353,9 +353,7 @@ def train(args: Args) -> dict[str, float]:
             break
     if trainer.iteration >= args.total_iterations:
         if args.export_model:
-            out = trainer.run_dir / "model"
-            trainer.model.save_pretrained(out)
-            trainer.tokenizer.save_pretrained(out)
+            trainer.export_model()
         if args.plot:
             plot_sft_curve(trainer.logger.history, trainer.run_dir / "learning_curve.png", title=f"sft {args.env_id}")
     trainer.logger.close()

@@ -7,8 +7,8 @@ family          styles (first=default)  format source
 ==============  =====================  ===========================================
 ALFWorld        verl-agent             verl-agent / GiGPO
 WebShop         verl-agent             verl-agent / GiGPO
-Sokoban         ragen, erl             RAGEN; ERL (no rules)
-FrozenLake      ragen, erl             RAGEN; ERL (no rules)
+Sokoban         ragen, erl, erl-cells  RAGEN; ERL (no rules); ERL, one cell a token
+FrozenLake      ragen, erl, erl-cells  RAGEN; ERL (no rules); ERL, one cell a token
 HotpotQA        react                  ReAct
 anything else   verl-agent             generic verl-agent structure
 ==============  =====================  ===========================================
@@ -19,8 +19,10 @@ from __future__ import annotations
 from agentgym.core import parse_env_id
 from agentgym.prompts.base import ParsedAction, PromptTemplate, extract_task, parse_action
 from agentgym.prompts.grid import (
+    FrozenLakeErlCellsTemplate,
     FrozenLakeErlTemplate,
     FrozenLakeTemplate,
+    SokobanErlCellsTemplate,
     SokobanErlTemplate,
     SokobanTemplate,
 )
@@ -31,8 +33,8 @@ from agentgym.prompts.verl_agent import ALFWorldTemplate, GenericTemplate, WebSh
 TEMPLATES: dict[str, dict[str, type[PromptTemplate]]] = {
     "ALFWorld": {"verl-agent": ALFWorldTemplate},
     "WebShop": {"verl-agent": WebShopTemplate},
-    "Sokoban": {"ragen": SokobanTemplate, "erl": SokobanErlTemplate},
-    "FrozenLake": {"ragen": FrozenLakeTemplate, "erl": FrozenLakeErlTemplate},
+    "Sokoban": {"ragen": SokobanTemplate, "erl": SokobanErlTemplate, "erl-cells": SokobanErlCellsTemplate},
+    "FrozenLake": {"ragen": FrozenLakeTemplate, "erl": FrozenLakeErlTemplate, "erl-cells": FrozenLakeErlCellsTemplate},
     "HotpotQA": {"react": HotpotQATemplate},
     "*": {"verl-agent": GenericTemplate},
 }

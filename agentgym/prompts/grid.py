@@ -12,6 +12,10 @@
   format (``ErlSokobanAgent``'s prompt): a ``<reason>…</reason>`` block (state, its value, the two best
   moves' consequences), then the move alone inside triple backticks (```` ```Up``` ````); the move is the
   text of the last backtick block. Version 1 asked for ``<think>…</think><action>…</action>``.
+* ``erl-cells`` (ours) is ``erl`` with the board drawn one cell per token: each row labelled ``row k:`` and
+  its cells separated by spaces. The env's observation is unchanged (scores stay comparable); only the
+  agent's rendering differs. Byte-level BPE vocabularies merge runs of cells (SmolLM2 reads ``_P__`` as
+  ``_`` ``P`` ``__``), so in the plain board a column is not a token position; with ``_ P _ _`` it is.
 
 The prose is our paraphrase.
 """
@@ -104,6 +108,16 @@ class ErlGridTemplate(PromptTemplate):
     game: str = "a grid game"
     default_moves: tuple[str, ...] = ("up", "down", "left", "right")
 
+    #: draw the board one cell per token (``row k: _ P _ _``) instead of the env's text (``_P__``)
+    cells: bool = False
+
+    def board(self, text: str) -> str:
+        """The board as shown in the prompt: the env's text, or with :attr:`cells` one labelled row per line."""
+        rows = text.strip().split("\n")
+        if not self.cells:
+            return "\n".join(rows)
+        return "\n".join(f"row {k}: " + " ".join(row.strip()) for k, row in enumerate(rows, 1))
+
     def user_prompt(self, inp: AgentInput, *, history_length: int, lesson: str | None, reflection: str | None) -> str:
         moves = _moves(inp, self.default_moves)
         parts = [f"You are playing {self.game}."]
@@ -113,8 +127,8 @@ class ErlGridTemplate(PromptTemplate):
         shown = inp.history[len(inp.history) - k :]
         if shown:
             parts.append("Recent moves:")
-            parts += [f"{obs.strip()}\nmove: {act}" for obs, act in shown]
-        parts.append(f"Current board:\n{inp.observation.strip()}")
+            parts += [f"{self.board(obs)}\nmove: {act}" for obs, act in shown]
+        parts.append(f"Current board:\n{self.board(inp.observation)}")
         parts.append(
             f"Available moves: {', '.join(moves)}.\n"
             "Reason first inside <reason> </reason>: sum up the board, judge how promising it is, and say "
@@ -153,3 +167,17 @@ class FrozenLakeErlTemplate(ErlGridTemplate):
     version = "2"
     source = "microsoft/experiential_rl FrozenLake prompt (Shi et al. 2026): board and moves, no rules"
     game = "FrozenLake"
+
+
+class SokobanErlCellsTemplate(SokobanErlTemplate):
+    name = "sokoban-erl-cells"
+    version = "1"
+    source = "ours: the ERL Sokoban prompt with the board one cell per token (row labels, spaced cells)"
+    cells = True
+
+
+class FrozenLakeErlCellsTemplate(FrozenLakeErlTemplate):
+    name = "frozenlake-erl-cells"
+    version = "1"
+    source = "ours: the ERL FrozenLake prompt with the board one cell per token (row labels, spaced cells)"
+    cells = True

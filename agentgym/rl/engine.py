@@ -81,7 +81,12 @@ def policy_state_dict(model: Any) -> dict[str, Any]:
 
 def rollout_model_folder(model: Any, tokenizer: Any, run_dir: str | Path) -> Path:
     """Save the policy (LoRA merged) as a checkpoint folder a vLLM engine can start from."""
-    folder = Path(run_dir) / "rollout_model"
+    return save_policy_folder(model, tokenizer, Path(run_dir) / "rollout_model")
+
+
+def save_policy_folder(model: Any, tokenizer: Any, folder: str | Path) -> Path:
+    """The policy (LoRA merged) and its tokenizer as a plain HF folder (``from_pretrained``, ``hf:FOLDER``)."""
+    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     base = model.get_base_model() if is_lora(model) else model
     base.save_pretrained(folder, state_dict=policy_state_dict(model))

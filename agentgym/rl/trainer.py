@@ -296,11 +296,17 @@ class Trainer:
 
     @property
     def autocast_active(self) -> bool:
-        return bool(self.args.bf16_autocast) and str(self.device).startswith("cuda")
+        """bf16 autocast (``args.bf16_autocast``) on CUDA, and on CPU when ``args.dtype`` asks for bfloat16."""
+        if not self.args.bf16_autocast:
+            return False
+        kind = torch.device(self.device).type
+        return kind == "cuda" or (kind == "cpu" and resolve_dtype(self.args.dtype) == torch.bfloat16)
 
     def autocast(self):
-        """bf16 autocast on CUDA (when ``args.bf16_autocast``); nothing on CPU."""
-        return torch.autocast("cuda", dtype=torch.bfloat16) if self.autocast_active else nullcontext()
+        """bf16 autocast when :attr:`autocast_active` (fp32 master weights stay fp32); else nothing."""
+        if not self.autocast_active:
+            return nullcontext()
+        return torch.autocast(torch.device(self.device).type, dtype=torch.bfloat16)
 
     # -- rollouts --------------------------------------------------------------------------------------
     def next_tasks(self) -> list[EpisodeSpec]:
@@ -639,6 +645,18 @@ class Trainer:
         gather_for_inference(self.model)
         set_model_state_dict(self.ref_model, full, options=StateDictOptions(full_state_dict=True))
 
+    def export_model(self) -> Path | None:
+        """Write the policy as a plain HF folder ``run_dir/model`` (``args.export_model``); None when sharded
+        (an FSDP run's weights are in its ``ckpt_*``: ``agentgym.rl.checkpoint.load_model_weights``)."""
+        if self.sharded:
+            print("export_model: skipped for an FSDP-sharded run (load its ckpt_* instead)", flush=True)
+            return None
+        if not self.dist.is_main:
+            return None
+        from agentgym.rl.engine import save_policy_folder
+
+        return save_policy_folder(self.model, self.tokenizer, self.run_dir / "model")
+
     def save(self) -> None:
         if self.sharded:
             reshard_for_training(self.model)  # state dicts are gathered from the shards
@@ -684,6 +702,8 @@ class Trainer:
                 self._pool = None
             while self._closeables:
                 self._closeables.pop(0).close()
+        if a.export_model and self.iteration >= a.total_iterations:
+            self.export_model()
         if a.plot and self.dist.is_main and self.iteration >= a.total_iterations:
             plot_learning_curve(
                 self.logger.history, self.run_dir / "learning_curve.png", title=f"{self.algo} {a.env_id}"

@@ -157,6 +157,24 @@ def test_ragen_and_erl_grid_prompts():
     assert "push" not in erl and "√" not in erl and "######" in erl  # ERL gives no rules or legend
 
 
+def test_erl_cells_draws_one_cell_per_word_and_answers_like_erl():
+    inp = AgentInput(
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        observation="__OO\n_P__\n_OO_\n__G_",
+        info={},
+        history=[("P_OO\n____\n_OO_\n__G_", "down")],
+    )
+    erl, cells = (get_template(inp.env_id, s) for s in ("erl", "erl-cells"))
+    text = cells.build(inp, history_length=1)[-1]["content"]
+    board = text.split("Current board:\n")[1].split("\nAvailable moves")[0]
+    assert board.split("\n") == ["row 1: _ _ O O", "row 2: _ P _ _", "row 3: _ O O _", "row 4: _ _ G _"]
+    assert "row 1: P _ O O\nrow 2: _ _ _ _" in text and "move: down" in text  # the history's boards too
+    assert "_P__" not in text and "_P__" in erl.build(inp)[-1]["content"]
+    assert (cells.name, erl.name) == ("frozenlake-erl-cells", "frozenlake-erl")  # recorded in every log
+    answer = cells.format_answer("P at row 2 col 2.", "down")
+    assert cells.parse(answer).action == erl.parse(answer).action == "down"
+
+
 def test_history_length_minus_one_shows_everything():
     text = get_template("agentgym/ALFWorld-v0").build(_alf_input(5), history_length=-1)[0]["content"]
     assert all(f"obs {i}" in text for i in range(1, 6))
