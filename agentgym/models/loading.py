@@ -13,6 +13,8 @@ anything is loaded.
 
 from __future__ import annotations
 
+import functools
+
 import importlib.util
 import re
 from pathlib import Path
@@ -145,6 +147,25 @@ def resolve_dtype(dtype: Any):
         except AttributeError as exc:
             raise ValueError(f"unknown dtype {dtype!r}: use float32, bfloat16, float16 or auto") from exc
     raise ValueError(f"unknown dtype {dtype!r}")
+
+
+@functools.lru_cache(maxsize=1)
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU computes bf16 matrix products natively (x86 ``avx512_bf16``/``amx_bf16``, Arm ``bf16``).
+
+    Without them PyTorch emulates bf16 on CPU: SmolLM2-135M forward+backward under bf16 autocast measured 3x
+    slower than fp32 on an AVX-512 Xeon without ``avx512_bf16`` (7.1 s vs 21.8 s for 4 x 128 tokens, one thread),
+    and 1.7x faster than fp32 on one with it.
+    """
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:  # not Linux: no cheap way to tell, so keep fp32 on CPU
+        return False
+    flags = set()
+    for line in text.splitlines():
+        if line.split(":")[0].strip() in ("flags", "Features"):
+            flags.update(line.split(":", 1)[1].split())
+    return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
 def load_model(

@@ -51,8 +51,9 @@ class Args:
     device: str | None = None
     """``cpu``/``cuda``; None: CUDA when available"""
     bf16_autocast: bool = True
-    """bf16 autocast for forward passes on GPU, and on CPU when ``dtype: bfloat16`` (1.7x faster SmolLM2
-    forward+backward on an AVX-512-BF16 CPU; fp32 on CPU otherwise)"""
+    """bf16 autocast for forward passes on GPU, and on CPU when ``dtype: bfloat16`` and the CPU has native bf16
+    (1.7x faster SmolLM2 forward+backward on an AVX-512-BF16 CPU; without it bf16 is emulated, ~3x slower, so
+    such a CPU computes in fp32)"""
     gradient_checkpointing: bool = False
     """recompute activations in backward (GPU memory for long prompts)"""
     lora_rank: int = 0

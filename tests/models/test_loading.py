@@ -103,3 +103,24 @@ def test_hf_spec_with_revision(hub):
         from_spec(f"hf:agentgym/tiny@{COMMIT_B}", device="cpu")
     with pytest.raises(ValueError, match="the spec pins revision"):
         from_spec(f"hf:agentgym/tiny@{COMMIT_A}", device="cpu", revision=COMMIT_B)
+
+
+def test_cpu_has_native_bf16_reads_the_cpu_flags(monkeypatch, tmp_path):
+    """Autocast to bf16 on CPU only pays on CPUs with native bf16 (x86 avx512_bf16/amx_bf16, Arm bf16)."""
+    from agentgym.models import loading
+
+    real = loading.Path
+
+    def fake(flags: str):
+        info = tmp_path / "cpuinfo"
+        info.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+        monkeypatch.setattr(loading, "Path", lambda p: info if p == "/proc/cpuinfo" else real(p))
+        loading.cpu_has_native_bf16.cache_clear()
+        return loading.cpu_has_native_bf16()
+
+    try:
+        assert fake("fpu sse2 avx2 avx512f avx512bw") is False
+        assert fake("fpu sse2 avx512f avx512_bf16") is True
+        assert fake("fpu amx_tile amx_bf16") is True
+    finally:
+        loading.cpu_has_native_bf16.cache_clear()

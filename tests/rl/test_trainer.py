@@ -175,16 +175,26 @@ def test_unknown_master_weights_is_an_actionable_error(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "dtype, autocast, want",
-    [("bfloat16", True, torch.bfloat16), ("float32", True, torch.float32), ("bfloat16", False, torch.float32)],
+    "dtype, autocast, native, want",
+    [
+        ("bfloat16", True, True, torch.bfloat16),
+        ("bfloat16", True, False, torch.float32),
+        ("float32", True, True, torch.float32),
+        ("bfloat16", False, True, torch.float32),
+    ],
 )
-def test_cpu_computes_in_bf16_under_autocast_only_when_the_config_asks(tmp_path, dtype, autocast, want):
+def test_cpu_computes_in_bf16_under_autocast_only_when_the_config_asks_and_the_cpu_has_bf16(
+    tmp_path, monkeypatch, dtype, autocast, native, want
+):
     """``dtype: bfloat16`` on CPU runs forward/backward under bf16 autocast (the cpu SmolLM2 configs: 1.7x faster
-    on an AVX-512-BF16 CPU) while the trained weights stay fp32; ``bf16_autocast: false`` or fp32 turns it off."""
+    on an AVX-512-BF16 CPU) while the trained weights stay fp32; ``bf16_autocast: false``, fp32, or a CPU that
+    would only emulate bf16 (3x slower than fp32) turns it off."""
+    from agentgym.rl import trainer as trainer_mod
     from agentgym.rl.testing import tiny_echo_args
     from agentgym.rl.trainer import Trainer
     from baselines import grpo
 
+    monkeypatch.setattr(trainer_mod, "cpu_has_native_bf16", lambda: native)
     args = tiny_echo_args(grpo.Args, tmp_path / "r", dtype=dtype, bf16_autocast=autocast, device="cpu")
     tr = Trainer(args, algo="grpo")
     assert {p.dtype for p in tr.model.parameters()} == {torch.float32}
