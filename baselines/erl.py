@@ -210,6 +210,13 @@ class Experience:
     memory_updates: int = 0
 
 
+def reflection_tagged(text: str, form: str) -> bool:
+    """Whether a reflector reply holds a closed ``<reflection>`` (``in_context``) or ``<prompt>`` (``rulebook``) block."""
+    tag = "reflection" if form == "in_context" else "prompt"
+    start = text.find(f"<{tag}>")
+    return start >= 0 and text.find(f"</{tag}>", start) >= 0
+
+
 def is_success(episode: Any, threshold: float | None) -> bool:
     return bool(episode.success) if threshold is None else episode.total_return >= threshold
 
@@ -504,6 +511,9 @@ class ErlTrainer(Trainer):
             "resp": [len(t.response_ids) for t in exp.first.turns],
             "episodes": [len(exp.first.episodes) + n_second],
             "updates": [exp.memory_updates],
+            # reflector replies that closed their <reflection>/<prompt> block (parse_reflection also keeps
+            # untagged text, so this is the stricter "followed the reflection format" rate)
+            "tagged": [reflection_tagged(text, a.reflection_form) for text in exp.reflection_raw.values()],
         }
         parts = all_gather_objects(local, self.dist)
         cat = {k: [x for p in parts for x in p[k]] for k in local}
@@ -524,6 +534,7 @@ class ErlTrainer(Trainer):
             "erl/num_reflections": float(len(cat["second"])),
             "erl/memory_updates": float(sum(cat["updates"])),
             "erl/has_memory": float(self.memory is not None),
+            "erl/reflection_tagged_rate": mean(cat["tagged"]),
             "time/generation_s": float(gen_s),
         }  # validation (end_iteration) = first attempts, no reflection: what deployment sees
 

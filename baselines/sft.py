@@ -119,31 +119,36 @@ def episode_inputs(ep: Episode) -> Iterator[tuple[AgentInput, int]]:
 
 
 class _BoardFacts(dict):
-    """``str.format_map`` fields of a grid board: ``{P}`` -> ``row 2 col 3`` (first P, 1-based), ``{to_G}`` ->
-    where the first G lies from the first P (``up left``, ``down``, ``here``), ``{action}``; unknown -> ``?``."""
+    """``str.format_map`` fields of a grid board, from its first occurrence of each symbol (1-based):
+
+    * ``{P}`` -> ``row 2 col 3``; ``{P|S}`` -> the first of P or S (Sokoban's player on a target is ``S``);
+    * ``{A_to_B}`` -> where B lies from A (``up left``, ``down``, ``here``); ``{to_B}`` is ``{P_to_B}``;
+    * ``{action}``; a symbol not on the board -> ``?``.
+    """
 
     def __init__(self, observation: str, action: str):
         super().__init__(action=action)
         self.rows = [r for r in (observation or "").strip().splitlines()]
 
-    def _find(self, sym: str) -> tuple[int, int] | None:
+    def _find(self, syms: str) -> tuple[int, int] | None:
         for r, row in enumerate(self.rows):
-            c = row.find(sym)
-            if c >= 0:
-                return r, c
+            cols = [c for c in (row.find(s) for s in syms.split("|")) if c >= 0]
+            if cols:
+                return r, min(cols)
         return None
 
     def __missing__(self, key: str) -> str:
-        if key.startswith("to_"):
-            src, dst = self._find("P"), self._find(key[3:])
-            if src is None or dst is None:
+        if "to_" in key:
+            src, _, dst = key.rpartition("to_")
+            a, b = self._find(src.removesuffix("_") or "P"), self._find(dst)
+            if a is None or b is None:
                 return "?"
-            (r0, c0), (r1, c1) = src, dst
+            (r0, c0), (r1, c1) = a, b
             words = (["up"] if r1 < r0 else ["down"] if r1 > r0 else []) + (
                 ["left"] if c1 < c0 else ["right"] if c1 > c0 else []
             )
             return " ".join(words) or "here"
-        pos = self._find(key) if len(key) == 1 else None
+        pos = self._find(key) if all(len(s) == 1 for s in key.split("|")) else None
         return "?" if pos is None else f"row {pos[0] + 1} col {pos[1] + 1}"
 
 

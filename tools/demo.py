@@ -38,6 +38,8 @@ from agentgym.suites import EVAL_SEED_BASE  # noqa: E402
 
 COLUMNS = ["env", "agent", "episodes", "success_rate", "mean_return", "mean_length", "invalid_rate"]
 ENV = "agentgym/FrozenLakeNotSlippery-v0"
+#: the CPU settings of tools/cpu_table.py
+ENVS = {"frozenlake": ENV, "sokoban": "agentgym/Sokoban-v0"}
 SFT_CONFIG = "baselines/configs/cpu/sft_smollm2_frozenlake_demo.yaml"
 RL_CONFIG = "baselines/configs/cpu/grpo_smollm2_frozenlake_demo.yaml"
 DEMO_EPISODES = 20  # held-out episodes per stage in the main job (the full measurement uses all 100)
@@ -167,7 +169,7 @@ def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG,
             + " ".join(f"{r['charts/success_rate']:.2f}" for r in rl_hist)
         )
         print("GRPO seconds per iteration: " + " ".join(f"{r['time/iteration_s']:.0f}" for r in rl_hist))
-        png = plot_stages(stages, rl_hist, out / "learning_curve.png")
+        png = plot_stages(stages, {"GRPO": rl_hist}, out / "learning_curve.png")
         print(f"\ncurve: {png.relative_to(ROOT) if png.is_relative_to(ROOT) else png}")
     print("\n" + format_table(rows, COLUMNS + ["seconds", "train_s"]))
     print(f"(section 2: {time.perf_counter() - t_all:.0f} s)")
@@ -205,8 +207,49 @@ def eval_runs(runs: list[str], n: int, out: Path, rl_config: str = RL_CONFIG) ->
     return rows
 
 
-def plot_stages(stages: list[tuple[str, dict]], rl_hist: list[dict], path: Path) -> Path:
-    """Held-out success and invalid rate per stage, and GRPO's per-iteration training success."""
+def heldout_table(subs: list[str], curves: list[str], png: Path | None, env: str = ENV) -> list[dict]:
+    """``--table SUB ...``: each held-out submission (``agentgym eval --suite frozenlake-notslippery --out SUB``)
+    summarised from its episodes, then per stage (the folder name less a trailing ``_sN`` seed) the mean over its
+    seeds with ``spread`` = half the range; ``png``: those stages as bars beside the ``curves`` runs' training
+    success per iteration (their ``metrics.jsonl``)."""
+    import re
+
+    from agentgym.episodes import summarize
+
+    rows = []
+    for sub in subs:
+        eps = [ep for f in sorted(Path(sub, "episodes").glob("*.jsonl*")) for ep in read_episodes(f)]
+        rows.append({"run": Path(sub).name, **summarize(eps)})
+    print(format_table(rows, ["run", "episodes", "success_rate", "invalid_rate", "mean_length"]))
+    stages: dict[str, list[dict]] = {}
+    for r in rows:
+        stages.setdefault(re.sub(r"_s\d+$", "", r["run"]), []).append(r)
+    table = []
+    for name, rs in stages.items():
+        ok = [r["success_rate"] for r in rs]
+        table.append(
+            {
+                "stage": name,
+                "seeds": len(rs),
+                "episodes": rs[0]["episodes"],
+                "success_rate": sum(ok) / len(ok),
+                "spread": (max(ok) - min(ok)) / 2,
+                "min": min(ok),
+                "max": max(ok),
+                "invalid_rate": sum(r["invalid_rate"] for r in rs) / len(rs),
+                "mean_length": sum(r["mean_length"] for r in rs) / len(rs),
+            }
+        )
+    print(format_table(table, ["stage", "seeds", "episodes", "success_rate", "spread", "min", "max", "invalid_rate"]))
+    if png is not None:
+        hists = {Path(c).name: [json.loads(x) for x in open(Path(c) / "metrics.jsonl") if x.strip()] for c in curves}
+        print(f"curve: {plot_stages([(t['stage'], t) for t in table], hists, png, env=env)}")
+    return table
+
+
+def plot_stages(stages: list[tuple[str, dict]], curves: dict[str, list[dict]], path: Path, env: str = ENV) -> Path:
+    """Held-out success and invalid rate per stage (``spread`` in a row: the seeds' half-range, drawn as an error
+    bar), and each RL run's per-iteration training success (``curves``: label -> its ``metrics.jsonl`` rows)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -215,20 +258,23 @@ def plot_stages(stages: list[tuple[str, dict]], rl_hist: list[dict], path: Path)
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
     names = [s for s, _ in stages]
     x = range(len(names))
-    axes[0].bar([i - 0.2 for i in x], [r["success_rate"] for _, r in stages], 0.4, label="success")
+    spread = [r.get("spread", 0.0) for _, r in stages]
+    axes[0].bar([i - 0.2 for i in x], [r["success_rate"] for _, r in stages], 0.4, yerr=spread, label="success")
     axes[0].bar([i + 0.2 for i in x], [r["invalid_rate"] for _, r in stages], 0.4, label="invalid actions")
     axes[0].set_xticks(list(x), names)
     axes[0].set_ylim(0, 1.02)
     axes[0].set_title(f"held-out seeds ({stages[0][1]['episodes']} episodes, greedy)")
     axes[0].legend()
-    if rl_hist:
-        axes[1].plot([r["iteration"] for r in rl_hist], [r["charts/success_rate"] for r in rl_hist], "o-")
+    for label, hist in curves.items():
+        axes[1].plot([r["iteration"] for r in hist], [r["charts/success_rate"] for r in hist], "o-", label=label)
+    if len(curves) > 1:
+        axes[1].legend(fontsize=8)
     axes[1].set_ylim(-0.02, 1.02)
-    axes[1].set_xlabel("GRPO iteration (from the SFT model)")
-    axes[1].set_title("GRPO training rollouts: success")
+    axes[1].set_xlabel("RL iteration (from the SFT model)")
+    axes[1].set_title("RL training rollouts (sampled, T=1): success")
     for ax in axes:
         ax.grid(alpha=0.3)
-    fig.suptitle("SmolLM2-135M-Instruct on FrozenLakeNotSlippery-v0 (CPU)")
+    fig.suptitle(f"SmolLM2-135M-Instruct on {env.removeprefix('agentgym/')} (CPU)")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
@@ -251,7 +297,17 @@ def main(argv: list[str] | None = None) -> int:
         metavar="RUN",
         help="only evaluate: `base` or run folders (SFT or RL) on --episodes held-out seeds (default 100)",
     )
+    p.add_argument(
+        "--table", nargs="+", metavar="SUB", help="only summarise held-out submissions (mean +/- spread per stage)"
+    )
+    p.add_argument(
+        "--curves", nargs="*", default=[], metavar="RUN", help="with --table: RL runs whose training curve to draw"
+    )
+    p.add_argument("--png", help="with --table: write the bars and curves here")
     args = p.parse_args(argv)
+    if args.table:
+        heldout_table(args.table, args.curves, Path(args.png) if args.png else None)
+        return 0
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     if args.eval:

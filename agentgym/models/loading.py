@@ -14,7 +14,6 @@ anything is loaded.
 from __future__ import annotations
 
 import functools
-
 import importlib.util
 import re
 from pathlib import Path

@@ -86,6 +86,23 @@ def test_parse_reflection(text, form, expected):
     assert parse_reflection(text, form) == expected
 
 
+@pytest.mark.parametrize(
+    "text, form, tagged",
+    [
+        ("<reflection>Go right.</reflection>", "in_context", True),
+        ("<reflection>cut by the limit", "in_context", False),
+        ("Avoid the hole.", "in_context", False),
+        ("</reflection> wrong order <reflection>", "in_context", False),
+        ("<prompt>RULES</prompt>", "rulebook", True),
+        ("<reflection>x</reflection>", "rulebook", False),
+    ],
+)
+def test_reflection_tagged_counts_only_closed_blocks_of_the_form(text, form, tagged):
+    from baselines.erl import reflection_tagged
+
+    assert reflection_tagged(text, form) is tagged
+
+
 def test_no_reflection_context_is_the_raw_attempt():
     ctx = raw_attempt_context(make_episode(False))
     assert "TASK-X" in ctx and "'down'" in ctx and "Feedback:" in ctx
@@ -310,6 +327,7 @@ def test_erl_smoke_tiny_model_trains(tmp_path):
     assert not torch.equal(before, param_vector(tr.model))
     assert all(math.isfinite(v) for v in metrics.values())
     assert metrics["charts/env_episodes"] >= 8
+    assert 0.0 <= metrics["erl/reflection_tagged_rate"] <= 1.0
 
 
 @pytest.mark.parametrize(

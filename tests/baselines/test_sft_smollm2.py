@@ -1,10 +1,11 @@
 """SmolLM2-135M-Instruct learns non-slippery FrozenLake by SFT on the expert's trajectories (slow, CPU).
 
-The measured claim of baselines/README.md ("A real model on CPU"): on the 100 held-out seeds of the eval
-suites (100000-100099, never trained on), greedy, one SFT epoch on 256 expert episodes takes the base model
-from 0.00 success / 1.00 invalid actions to 0.11 / 0.00 (2026-12-03): it learns the answer format, not yet
-the board. The issue's target (>= 30% success) is not reached: that test is a strict xfail, so it fails --
-and asks for the README to be updated -- once a change reaches it.
+The measured claim of baselines/README.md ("A real model on CPU"): on the 100 held-out seeds of the
+``frozenlake-notslippery`` suite (100000-100099, never trained on), greedy, one SFT epoch on 256 expert
+episodes in the ``erl-cells`` prompt (one token per board cell) takes the base model from 0.00 success / 1.00
+invalid actions to 0.61 / 0.00 (2026-12-04). GRPO from that start did not improve on it at the CPU budget
+(192 env episodes: 0.46 on seed 1, see the README): that test is a strict xfail, so it fails -- and asks for
+the README to be updated -- once a change makes RL beat its SFT start.
 """
 
 from __future__ import annotations
@@ -62,17 +63,20 @@ def test_smollm2_sft_learns_the_answer_format_and_beats_the_base_model(sft_vs_ba
     before, after, _ = sft_vs_base
     assert before["invalid_rate"] > 0.9  # the shipped model answers in prose
     assert after["invalid_rate"] < 0.10
-    assert after["success_rate"] >= 0.05 and after["success_rate"] > before["success_rate"]
+    assert after["success_rate"] > before["success_rate"]
 
 
-@pytest.mark.xfail(strict=True, reason="measured 0.11 (2026-12-03): the model does not yet read the board")
 def test_smollm2_sft_reaches_30_percent_on_held_out_frozenlake(sft_vs_base):
+    """The issue's target; measured 0.61 (random play: 0.18)."""
     _, after, _ = sft_vs_base
-    assert after["success_rate"] >= 0.30
+    assert after["success_rate"] >= 0.30 and after["invalid_rate"] < 0.10
 
 
-def test_two_grpo_iterations_from_the_sft_run_raise_held_out_success(sft_vs_base, tmp_path):
-    """Measured: 0.11 -> 0.23 after 2 GRPO iterations (32 env episodes) from the SFT checkpoint (one seed)."""
+@pytest.mark.xfail(
+    strict=True, reason="measured 0.61 -> 0.46 (seed 1, 2026-12-04): GRPO does not yet beat its SFT start"
+)
+def test_grpo_from_the_sft_run_raises_held_out_success(sft_vs_base, tmp_path):
+    """The config's whole budget (6 iterations x 8 tasks x 4 episodes = 192 env episodes) from the SFT run."""
     from agentgym.models.loading import load_model, smollm2_checkpoint
     from agentgym.rl.checkpoint import load_model_weights
     from baselines import grpo
@@ -81,7 +85,7 @@ def test_two_grpo_iterations_from_the_sft_run_raise_held_out_success(sft_vs_base
     rl_config = ROOT / "baselines" / "configs" / "cpu" / "grpo_smollm2_frozenlake.yaml"
     grpo.main(
         ["--config", str(rl_config), "--output-dir", str(tmp_path), "--init-from", str(sft_args.run_dir)]
-        + ["--total-iterations", "2", "--no-progress"]
+        + ["--no-progress"]
     )
     model, tok = load_model(smollm2_checkpoint(), device="cpu")
     load_model_weights(model, tmp_path / "grpo_smollm2_frozenlake", model_name="smollm2")

@@ -55,6 +55,10 @@ LONG: list[tuple[str, str]] = [
     # The full-size SmolLM2 runs: a cpu config with no size flags after it, and the full SFT model's eval.
     (r"configs/cpu/\S+\.yaml\s*(#.*)?$", "SmolLM2 training at full size on CPU: tens of minutes"),
     (r"hf:runs/sft_smollm2_frozenlake/", "evaluates the full-size SFT run (above, slow): minutes on CPU"),
+    (
+        r"runs/heldout/|_smollm2_frozenlake_s\d",
+        "the measured SmolLM2 runs and their evals at full size: tens of minutes",
+    ),
     # Small documented sizes that still take 1-3 CPU minutes each: together they would add ~6 minutes to the
     # default run (the README/docs state each one's measured time). The default run keeps the hf: eval and
     # the small SFT; the serve/openai path is in the default run through tests/models and tests/agents.

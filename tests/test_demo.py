@@ -1,0 +1,70 @@
+"""tools/demo.py --table: the held-out table of baselines/README.md is computed from the submissions' episodes."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import demo  # noqa: E402
+
+from agentgym.agents import ExpertAgent, RandomAgent  # noqa: E402
+from agentgym.evaluation import run_episodes  # noqa: E402
+from agentgym.records import seed_specs  # noqa: E402
+
+
+def play(folder: Path, agent, n: int = 6) -> dict:
+    (folder / "episodes").mkdir(parents=True)
+    log = folder / "episodes" / "FrozenLakeNotSlippery-v0.jsonl"
+    return run_episodes(demo.ENV, agent, seed_specs(n, seed=100000), log_path=log, progress=False).summary()
+
+
+def test_table_averages_a_stage_over_its_seed_folders_and_draws_the_curves(tmp_path):
+    expert = play(tmp_path / "expert", ExpertAgent())
+    r1, r2 = play(tmp_path / "random_s1", RandomAgent(seed=1)), play(tmp_path / "random_s2", RandomAgent(seed=2))
+    run = tmp_path / "grpo_run"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text(
+        "".join(json.dumps({"iteration": i, "charts/success_rate": 0.1 * i}) + "\n" for i in (1, 2))
+    )
+    png = tmp_path / "curve.png"
+    table = demo.heldout_table([str(tmp_path / d) for d in ("expert", "random_s1", "random_s2")], [str(run)], png)
+    by = {t["stage"]: t for t in table}
+    assert list(by) == ["expert", "random"]
+    assert by["expert"]["success_rate"] == expert["success_rate"] == 1.0 and by["expert"]["spread"] == 0
+    assert by["random"]["seeds"] == 2 and by["random"]["episodes"] == 6
+    assert by["random"]["success_rate"] == pytest.approx((r1["success_rate"] + r2["success_rate"]) / 2)
+    assert by["random"]["spread"] == pytest.approx(abs(r1["success_rate"] - r2["success_rate"]) / 2)
+    assert png.stat().st_size > 10_000
+
+
+def test_cpu_table_reads_episodes_and_iteration_time_from_the_runs_and_names_entries(tmp_path):
+    import cpu_table
+
+    grpo = cpu_table.config("frozenlake", "grpo")
+    per_iter = grpo["num_tasks"] * grpo["group_size"]
+    for seed, secs in ((1, (10.0, 20.0)), (2, (30.0, 40.0))):
+        run = tmp_path / f"{grpo['exp_name']}_s{seed}"
+        run.mkdir()
+        rows = [{"iteration": i + 1, "time/iteration_s": s, "charts/success_rate": 0.5} for i, s in enumerate(secs)]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    facts = cpu_table.stage_facts(tmp_path, "frozenlake", "grpo", [1, 2, 3])  # seed 3 has not run
+    assert facts == {"episodes_trained": 2 * per_iter, "s_per_iteration": 25.0}
+    # a method that counts its own episodes (ERL's second attempts) is taken at its word
+    erl = cpu_table.config("frozenlake", "erl")
+    run = tmp_path / f"{erl['exp_name']}_s1"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text(json.dumps({"time/iteration_s": 5.0, "charts/env_episodes": 31.0}) + "\n")
+    assert cpu_table.stage_facts(tmp_path, "frozenlake", "erl", [1])["episodes_trained"] == 31.0
+    names = {n: cpu_table.entry_meta(n, "sokoban") for n in ("smollm2-base", "smollm2-sft", "smollm2-sft-sapo_s3")}
+    assert names["smollm2-sft-sapo_s3"] == {
+        "name": "SmolLM2-135M-Instruct SFT+SAPO seed 3 (sokoban, CPU table)",
+        "method": "SFT+SAPO",
+        "method_type": "RL+SFT",
+    }
+    assert len({m["name"] for m in names.values()}) == 3

@@ -1,0 +1,216 @@
+"""The CPU table of baselines/README.md ("A real model on CPU"): SmolLM2-135M-Instruct, SFT, then RL from it.
+
+    python tools/cpu_table.py --env frozenlake --methods grpo ppo sapo --seeds 1,2,3 --jobs 2
+    python tools/cpu_table.py --env frozenlake --methods grpo erl seed --seeds 1     # ERL and SEED vs GRPO
+    python tools/cpu_table.py --env frozenlake --methods grpo ppo sapo --table-only  # summarise what exists
+    python tools/cpu_table.py --env frozenlake --methods grpo --entries leaderboards/entries
+
+Every step is skipped when its output exists, so a killed run picks up where it stopped:
+
+1. **SFT** -- ``baselines/sft.py --config baselines/configs/cpu/sft_smollm2_ENV.yaml`` into ``runs/sft_smollm2_ENV``
+   (behaviour cloning of the env expert's trajectories on training seeds 0-255).
+2. **RL from it** -- per method and seed, ``baselines/METHOD.py --config baselines/configs/cpu/METHOD_smollm2_ENV.yaml
+   --seed S --exp-name METHOD_smollm2_ENV_sS`` (the configs start from the SFT run: ``init_from``), at equal
+   env-episode budgets (``charts/env_episodes`` where a method counts its own, e.g. ERL's second attempts).
+3. **Held-out evaluation** -- ``agentgym eval --suite SUITE --agent hf:RUN/model`` greedy, with the configs' prompt
+   settings, on the suite's 100 seeds (100000-100099, never trained on), written as leaderboard submissions under
+   ``runs/heldout/ENV/`` (the base model and the SFT model too).
+4. **Table** -- per stage the mean success over seeds +/- spread (half the range), invalid-action rate, env episodes
+   trained and wall time per iteration; ``--png`` draws it with each RL run's training curve.
+5. ``--entries DIR`` -- ``agentgym submit`` every evaluation into the board (replay-verified; the checkpoints are
+   pinned by sha256 but not published, so the tier stays below re-run verified).
+
+``--jobs 2`` runs two RL trainings (then their evaluations) at once with one thread each: on a 2-core machine that
+gives ~1.3x the throughput of one two-thread process (HF generation is overhead-bound at these batch sizes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+
+import demo  # noqa: E402
+
+CPU_CONFIGS = ROOT / "baselines" / "configs" / "cpu"
+#: --env -> the held-out suite (100 seeds from agentgym.suites.EVAL_SEED_BASE)
+SUITES = {"frozenlake": "frozenlake-notslippery", "sokoban": "sokoban"}
+METHODS = ("grpo", "ppo", "sapo", "erl", "seed", "rloo", "gigpo")
+
+
+def config(env: str, method: str) -> dict:
+    from agentgym.rl.config import load_config_file
+
+    path = CPU_CONFIGS / f"{method}_smollm2_{env}.yaml"
+    if not path.exists():
+        raise SystemExit(f"no CPU config {path.relative_to(ROOT)}: write one next to the others first")
+    return load_config_file(path)
+
+
+def run(cmd: list[str], log: Path, threads: int) -> float:
+    """Run ``cmd`` from the checkout with ``threads`` BLAS/OpenMP threads, output to ``log``; wall seconds."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), PYTHONUNBUFFERED="1")
+    print(f"$ {' '.join(cmd)}   (log: {log.relative_to(ROOT) if log.is_relative_to(ROOT) else log})", flush=True)
+    t0 = time.perf_counter()
+    with open(log, "a") as fh:
+        rc = subprocess.call(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+    if rc != 0:
+        raise RuntimeError(f"exit {rc}: {' '.join(cmd)} (see {log})")
+    return time.perf_counter() - t0
+
+
+def train(env: str, method: str, seed: int | None, runs: Path, threads: int) -> Path:
+    """Train one run (skipped when its exported model exists); its run folder."""
+    cfg = config(env, method)
+    name = cfg["exp_name"] if seed is None else f"{cfg['exp_name']}_s{seed}"
+    run_dir = runs / name
+    if (run_dir / "model" / "config.json").exists():
+        return run_dir
+    cmd = [sys.executable, f"baselines/{method}.py", "--config", str(CPU_CONFIGS / f"{method}_smollm2_{env}.yaml")]
+    cmd += ["--output-dir", str(runs), "--exp-name", name, "--no-progress"]
+    if seed is not None:
+        cmd += ["--seed", str(seed), "--init-from", str(runs / f"sft_smollm2_{env}")]
+    if (run_dir / "metrics.jsonl").exists():
+        cmd.append("--resume")  # a killed run continues from its last checkpoint
+    run(cmd, run_dir.with_name(run_dir.name + ".log"), threads)
+    return run_dir
+
+
+def evaluate(env: str, model: str, name: str, out: Path, threads: int) -> Path:
+    """Greedy held-out evaluation of ``model`` (a folder, or ``base``) as a submission ``out/name``."""
+    sub = out / name
+    if (sub / "submission.json").exists():
+        return sub
+    from agentgym.models.loading import smollm2_checkpoint
+
+    cfg = config(env, "sft")
+    folder = smollm2_checkpoint() if model == "base" else model
+    cmd = [sys.executable, "-m", "agentgym", "eval", "--suite", SUITES[env], "--agent", f"hf:{folder}"]
+    cmd += ["--temperature", "0", "--max-new-tokens", str(cfg["max_new_tokens"])]
+    cmd += ["--history-length", str(cfg["history_length"]), "--style", cfg["prompt_style"]]
+    cmd += ["--batch-size", "50", "--quiet", "--no-resume", "--out", str(sub)]
+    run(cmd, out / f"{name}.log", threads)
+    return sub
+
+
+def train_and_evaluate(env: str, method: str, seed: int, runs: Path, out: Path, threads: int) -> Path:
+    run_dir = train(env, method, seed, runs, threads)
+    return evaluate(env, str(run_dir / "model"), f"smollm2-sft-{method}_s{seed}", out, threads)
+
+
+def stage_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict[str, float]:
+    """Env episodes trained and seconds per iteration of a method's runs, from their metrics.jsonl."""
+    cfg = config(env, method)
+    eps, secs = [], []
+    for s in seeds:
+        path = runs / f"{cfg['exp_name']}_s{s}" / "metrics.jsonl"
+        if not path.exists():
+            continue
+        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        rows = [r for r in rows if "time/iteration_s" in r]
+        if not rows:
+            continue
+        counted = rows[-1].get("charts/env_episodes")
+        eps.append(counted if counted else cfg["num_tasks"] * cfg.get("group_size", 1) * len(rows))
+        secs += [r["time/iteration_s"] for r in rows]
+    return {
+        "episodes_trained": sum(eps) / len(eps) if eps else float("nan"),
+        "s_per_iteration": sum(secs) / len(secs) if secs else float("nan"),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument(
+        "--env", choices=sorted(SUITES), default="frozenlake", help="which CPU setting (default frozenlake)"
+    )
+    p.add_argument("--methods", nargs="*", default=["grpo", "ppo", "sapo"], choices=METHODS, help="RL methods")
+    p.add_argument("--seeds", default="1,2,3", help="comma-separated RL seeds (default 1,2,3)")
+    p.add_argument("--jobs", type=int, default=1, help="RL runs at once, threads split between them (default 1)")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="CPU threads in all (default: all)")
+    p.add_argument("--runs", default="runs", help="run folders (default runs)")
+    p.add_argument("--out", default=None, help="held-out submissions (default runs/heldout/ENV)")
+    p.add_argument("--table-only", action="store_true", help="train and evaluate nothing; summarise what exists")
+    p.add_argument("--png", default=None, help="write the table's bars and the RL training curves here")
+    p.add_argument("--json", default=None, help="write the table rows here")
+    p.add_argument("--entries", default=None, help="also submit every evaluation to this board entries folder")
+    opts = p.parse_args(argv)
+    runs = (ROOT / opts.runs).resolve()
+    out = (ROOT / (opts.out or f"runs/heldout/{opts.env}")).resolve()
+    seeds = [int(s) for s in opts.seeds.split(",") if s.strip()]
+    jobs = max(1, opts.jobs)
+    per_job = max(1, opts.threads // jobs)
+    for m in opts.methods:
+        config(opts.env, m)  # a missing config fails before hours of training
+    t0 = time.perf_counter()
+    if not opts.table_only:
+        sft_dir = train(opts.env, "sft", None, runs, opts.threads)
+        with ThreadPoolExecutor(jobs) as pool:
+            futures = [pool.submit(evaluate, opts.env, "base", "smollm2-base", out, per_job)]
+            futures.append(pool.submit(evaluate, opts.env, str(sft_dir / "model"), "smollm2-sft", out, per_job))
+            futures += [
+                pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job)
+                for s in seeds
+                for m in opts.methods
+            ]
+            for f in futures:
+                f.result()
+        print(f"(trained and evaluated in {time.perf_counter() - t0:.0f} s)")
+    names = ["smollm2-base", "smollm2-sft"] + [f"smollm2-sft-{m}_s{s}" for m in opts.methods for s in seeds]
+    subs = [str(out / n) for n in names if (out / n / "submission.json").exists()]
+    if not subs:
+        raise SystemExit(f"nothing evaluated under {out} yet")
+    curves = [
+        str(runs / f"{config(opts.env, m)['exp_name']}_s{s}")
+        for m in opts.methods
+        for s in seeds
+        if (runs / f"{config(opts.env, m)['exp_name']}_s{s}" / "metrics.jsonl").exists()
+    ]
+    table = demo.heldout_table(subs, curves, Path(opts.png) if opts.png else None, env=demo.ENVS[opts.env])
+    for row in table:
+        method = row["stage"].removeprefix("smollm2-sft-")
+        if method in opts.methods:
+            row.update(stage_facts(runs, opts.env, method, seeds))
+    cols = ["stage", "seeds", "episodes", "success_rate", "spread", "invalid_rate", "episodes_trained"]
+    print("\n" + demo.format_table(table, cols + ["s_per_iteration"]))
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(table, indent=1) + "\n")
+    if opts.entries:
+        for sub in subs:
+            meta = entry_meta(Path(sub).name, opts.env)
+            cmd = [sys.executable, "-m", "agentgym", "submit", sub, "--entries", opts.entries, "--force"]
+            cmd += ["--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--model-size", "0.135"]
+            cmd += ["--code", "https://github.com/agentgym/agentgym/tree/main/tools/cpu_table.py"]
+            subprocess.check_call(cmd + [f"--{k.replace('_', '-')}={v}" for k, v in meta.items()], cwd=ROOT)
+    return 0
+
+
+def entry_meta(name: str, env: str) -> dict[str, str]:
+    """Board name, method and method type of one held-out evaluation (``smollm2-base``, ``smollm2-sft-grpo_s1``)."""
+    where = f"{env}, CPU table"
+    if name == "smollm2-base":
+        return {"name": f"SmolLM2-135M-Instruct as shipped ({where})", "method": "none", "method_type": "Prompting"}
+    if name == "smollm2-sft":
+        return {"name": f"SmolLM2-135M-Instruct SFT ({where})", "method": "SFT", "method_type": "SFT"}
+    method, _, seed = name.removeprefix("smollm2-sft-").rpartition("_s")
+    label = {"grpo": "GRPO", "ppo": "PPO", "sapo": "SAPO", "erl": "ERL", "seed": "SEED", "rloo": "RLOO"}.get(method)
+    label = label or method.upper()
+    return {
+        "name": f"SmolLM2-135M-Instruct SFT+{label} seed {seed} ({where})",
+        "method": f"SFT+{label}",
+        "method_type": "RL+SFT",
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())
