@@ -12,9 +12,10 @@ Every step is skipped when its output exists, so a killed run picks up where it 
 2. **RL from it** -- per method and seed, ``baselines/METHOD.py --config baselines/configs/cpu/METHOD_smollm2_ENV.yaml
    --seed S --exp-name METHOD_smollm2_ENV_sS`` (the configs start from the SFT run: ``init_from``), at equal
    env-episode budgets (``charts/env_episodes`` where a method counts its own, e.g. ERL's second attempts).
-3. **Held-out evaluation** -- ``agentgym eval --suite SUITE --agent hf:RUN/model`` greedy, with the configs' prompt
-   settings, on the suite's 100 seeds (100000-100099, never trained on), written as leaderboard submissions under
-   ``runs/heldout/ENV/`` (the base model and the SFT model too).
+3. **Held-out evaluation** -- ``agentgym eval --suite SUITE --agent hf:RUN/model`` with the configs' prompt
+   settings, on the suite's 100 seeds (100000-100099, never trained on), at each ``--temperatures`` (default: 0.4,
+   the papers' validation temperature and ``agentgym eval``'s default, then greedy), written as leaderboard
+   submissions under ``runs/heldout/ENV/TAG/`` (the base model and the SFT model too).
 4. **Table** -- per stage the mean success over seeds +/- spread (half the range), invalid-action rate, env episodes
    trained and wall time per iteration; ``--png`` draws it with each RL run's training curve.
 5. ``--entries DIR`` -- ``agentgym submit`` every evaluation into the board (replay-verified; the checkpoints are
@@ -86,9 +87,15 @@ def train(env: str, method: str, seed: int | None, runs: Path, threads: int) -> 
     return run_dir
 
 
-def evaluate(env: str, model: str, name: str, out: Path, threads: int) -> Path:
-    """Greedy held-out evaluation of ``model`` (a folder, or ``base``) as a submission ``out/name``."""
-    sub = out / name
+def tag(temperature: float) -> str:
+    """Folder of the evaluations at one sampling temperature: ``greedy`` or ``t0.4``."""
+    return "greedy" if temperature == 0 else f"t{temperature:g}"
+
+
+def evaluate(env: str, model: str, name: str, out: Path, threads: int, temperature: float) -> Path:
+    """Held-out evaluation of ``model`` (a folder, or ``base``) at ``temperature`` as a submission
+    ``out/TAG/name`` (agent sampling seed 0, so a rerun plays the same episodes)."""
+    sub = out / tag(temperature) / name
     if (sub / "submission.json").exists():
         return sub
     from agentgym.models.loading import smollm2_checkpoint
@@ -96,16 +103,19 @@ def evaluate(env: str, model: str, name: str, out: Path, threads: int) -> Path:
     cfg = config(env, "sft")
     folder = smollm2_checkpoint() if model == "base" else model
     cmd = [sys.executable, "-m", "agentgym", "eval", "--suite", SUITES[env], "--agent", f"hf:{folder}"]
-    cmd += ["--temperature", "0", "--max-new-tokens", str(cfg["max_new_tokens"])]
+    cmd += ["--temperature", f"{temperature:g}", "--max-new-tokens", str(cfg["max_new_tokens"])]
     cmd += ["--history-length", str(cfg["history_length"]), "--style", cfg["prompt_style"]]
     cmd += ["--batch-size", "50", "--quiet", "--no-resume", "--out", str(sub)]
-    run(cmd, out / f"{name}.log", threads)
+    run(cmd, out / tag(temperature) / f"{name}.log", threads)
     return sub
 
 
-def train_and_evaluate(env: str, method: str, seed: int, runs: Path, out: Path, threads: int) -> Path:
+def train_and_evaluate(
+    env: str, method: str, seed: int, runs: Path, out: Path, threads: int, temperatures: list[float]
+) -> None:
     run_dir = train(env, method, seed, runs, threads)
-    return evaluate(env, str(run_dir / "model"), f"smollm2-sft-{method}_s{seed}", out, threads)
+    for t in temperatures:
+        evaluate(env, str(run_dir / "model"), f"smollm2-sft-{method}_s{seed}", out, threads, t)
 
 
 def stage_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict[str, float]:
@@ -140,14 +150,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="CPU threads in all (default: all)")
     p.add_argument("--runs", default="runs", help="run folders (default runs)")
     p.add_argument("--out", default=None, help="held-out submissions (default runs/heldout/ENV)")
+    p.add_argument(
+        "--temperatures",
+        default="0.4,0",
+        help="evaluation temperatures; the first is the table's headline and the board's (default 0.4,0: the "
+        "papers' validation temperature, then greedy)",
+    )
     p.add_argument("--table-only", action="store_true", help="train and evaluate nothing; summarise what exists")
     p.add_argument("--png", default=None, help="write the table's bars and the RL training curves here")
     p.add_argument("--json", default=None, help="write the table rows here")
-    p.add_argument("--entries", default=None, help="also submit every evaluation to this board entries folder")
+    p.add_argument("--entries", default=None, help="also submit the headline evaluations to this entries folder")
     opts = p.parse_args(argv)
     runs = (ROOT / opts.runs).resolve()
     out = (ROOT / (opts.out or f"runs/heldout/{opts.env}")).resolve()
     seeds = [int(s) for s in opts.seeds.split(",") if s.strip()]
+    temps = [float(t) for t in opts.temperatures.split(",") if t.strip()]
     jobs = max(1, opts.jobs)
     per_job = max(1, opts.threads // jobs)
     for m in opts.methods:
@@ -156,10 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     if not opts.table_only:
         sft_dir = train(opts.env, "sft", None, runs, opts.threads)
         with ThreadPoolExecutor(jobs) as pool:
-            futures = [pool.submit(evaluate, opts.env, "base", "smollm2-base", out, per_job)]
-            futures.append(pool.submit(evaluate, opts.env, str(sft_dir / "model"), "smollm2-sft", out, per_job))
+            futures = [
+                pool.submit(evaluate, opts.env, model, name, out, per_job, t)
+                for model, name in (("base", "smollm2-base"), (str(sft_dir / "model"), "smollm2-sft"))
+                for t in temps
+            ]
             futures += [
-                pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job)
+                pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job, temps)
                 for s in seeds
                 for m in opts.methods
             ]
@@ -167,28 +187,44 @@ def main(argv: list[str] | None = None) -> int:
                 f.result()
         print(f"(trained and evaluated in {time.perf_counter() - t0:.0f} s)")
     names = ["smollm2-base", "smollm2-sft"] + [f"smollm2-sft-{m}_s{s}" for m in opts.methods for s in seeds]
-    subs = [str(out / n) for n in names if (out / n / "submission.json").exists()]
-    if not subs:
-        raise SystemExit(f"nothing evaluated under {out} yet")
     curves = [
         str(runs / f"{config(opts.env, m)['exp_name']}_s{s}")
         for m in opts.methods
         for s in seeds
         if (runs / f"{config(opts.env, m)['exp_name']}_s{s}" / "metrics.jsonl").exists()
     ]
-    table = demo.heldout_table(subs, curves, Path(opts.png) if opts.png else None, env=demo.ENVS[opts.env])
+    tables = {}
+    for t in temps:
+        subs = [str(out / tag(t) / n) for n in names if (out / tag(t) / n / "submission.json").exists()]
+        if subs:
+            print(f"\n### held-out, temperature {t:g}")
+            png = Path(opts.png) if opts.png and t == temps[0] else None
+            tables[t] = demo.heldout_table(subs, curves, png, env=demo.ENVS[opts.env])
+    if temps[0] not in tables:
+        raise SystemExit(f"nothing evaluated under {out / tag(temps[0])} yet")
+    table = tables[temps[0]]
     for row in table:
         method = row["stage"].removeprefix("smollm2-sft-")
         if method in opts.methods:
             row.update(stage_facts(runs, opts.env, method, seeds))
-    cols = ["stage", "seeds", "episodes", "success_rate", "spread", "invalid_rate", "episodes_trained"]
-    print("\n" + demo.format_table(table, cols + ["s_per_iteration"]))
+        for t in temps[1:]:
+            other = {r["stage"]: r for r in tables.get(t, [])}.get(row["stage"])
+            if other:
+                row[f"success_{tag(t)}"] = other["success_rate"]
+                row[f"spread_{tag(t)}"] = other["spread"]
+    cols = ["stage", "seeds", "episodes", "success_rate", "spread", "invalid_rate"]
+    cols += [f"{k}_{tag(t)}" for t in temps[1:] for k in ("success", "spread")]
+    print(f"\n### the table (success at temperature {temps[0]:g}; mean over seeds, spread = half the range)")
+    print(demo.format_table(table, cols + ["episodes_trained", "s_per_iteration"]))
     if opts.json:
         Path(opts.json).write_text(json.dumps(table, indent=1) + "\n")
     if opts.entries:
-        for sub in subs:
-            meta = entry_meta(Path(sub).name, opts.env)
-            cmd = [sys.executable, "-m", "agentgym", "submit", sub, "--entries", opts.entries, "--force"]
+        for name in names:
+            sub = out / tag(temps[0]) / name
+            if not (sub / "submission.json").exists():
+                continue
+            meta = entry_meta(name, opts.env)
+            cmd = [sys.executable, "-m", "agentgym", "submit", str(sub), "--entries", opts.entries, "--force"]
             cmd += ["--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--model-size", "0.135"]
             cmd += ["--code", "https://github.com/agentgym/agentgym/tree/main/tools/cpu_table.py"]
             subprocess.check_call(cmd + [f"--{k.replace('_', '-')}={v}" for k, v in meta.items()], cwd=ROOT)

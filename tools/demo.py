@@ -8,9 +8,10 @@
 
    * **before** -- the instruct model as shipped (it answers in prose: most turns have no ``<action>``);
    * **after SFT** -- ``baselines/sft.py`` behaviour-clones the env expert's trajectories (seeds 0..);
-   * **after RL** -- ``baselines/grpo.py --init-from`` the SFT run: a few GRPO iterations on fresh seeds.
+   * **after RL** -- ``baselines/METHOD.py --init-from`` the SFT run (the ``--rl-config``'s method): a few
+     iterations on fresh seeds.
 
-   The numbers are printed as a table and ``runs/demo/learning_curve.png`` shows them with GRPO's
+   The numbers are printed as a table and ``runs/demo/learning_curve.png`` shows them with the RL stage's
    per-iteration training success (configs: ``baselines/configs/cpu/*_demo.yaml``).
 
 Usage: ``python tools/demo.py [--quick] [--skip-llm] [--skip-train] [--episodes N] [--out runs/demo]``.
@@ -42,6 +43,10 @@ ENV = "agentgym/FrozenLakeNotSlippery-v0"
 ENVS = {"frozenlake": ENV, "sokoban": "agentgym/Sokoban-v0"}
 SFT_CONFIG = "baselines/configs/cpu/sft_smollm2_frozenlake_demo.yaml"
 RL_CONFIG = "baselines/configs/cpu/grpo_smollm2_frozenlake_demo.yaml"
+#: sampling temperature of every held-out evaluation (the verl-agent validation protocol's 0.4, as
+#: ``agentgym eval``'s default): greedy decoding with a Markov prompt (history_length 0) repeats a move that
+#: leaves the board unchanged until the step limit, so one such move fails the episode
+EVAL_TEMPERATURE = 0.4
 DEMO_EPISODES = 20  # held-out episodes per stage in the main job (the full measurement uses all 100)
 EVAL_BATCH = 50  # held-out episodes played at once (one batched generate per turn)
 
@@ -94,12 +99,12 @@ def _config(path: str) -> dict:
 
 
 def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict) -> dict:
-    """Greedy play of ``n`` held-out FrozenLake seeds with the RL configs' prompt settings."""
+    """Play ``n`` held-out FrozenLake seeds at :data:`EVAL_TEMPERATURE` with the RL configs' prompt settings."""
     from agentgym.agents.llm import HFChat, LLMAgent
 
     agent = LLMAgent(
         HFChat(model, tokenizer),
-        temperature=0.0,
+        temperature=EVAL_TEMPERATURE,
         max_new_tokens=cfg["max_new_tokens"],
         history_length=cfg["history_length"],
         style=cfg.get("prompt_style"),
@@ -117,8 +122,13 @@ def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG,
     from agentgym.rl.checkpoint import load_model_weights
 
     sft_cfg, rl_cfg = _config(sft_config), _config(rl_config)
-    print(f"\n## 2. SmolLM2-135M-Instruct learns {ENV} on this CPU: before / after SFT / after GRPO\n")
-    print(f"(held-out seeds {EVAL_SEED_BASE}..{EVAL_SEED_BASE + n - 1}, greedy; training uses seeds far from them)")
+    method = Path(rl_config).name.split("_")[0]  # grpo_smollm2_... -> baselines/grpo.py
+    label = method.upper()
+    print(f"\n## 2. SmolLM2-135M-Instruct learns {ENV} on this CPU: before / after SFT / after {label}\n")
+    print(
+        f"(held-out seeds {EVAL_SEED_BASE}..{EVAL_SEED_BASE + n - 1}, temperature {EVAL_TEMPERATURE}; training uses "
+        "seeds far from them)"
+    )
     if n < 100:
         print(
             f"(a short evaluation: {n} of the eval suite's 100 held-out seeds per stage, so each rate is +/- "
@@ -136,8 +146,11 @@ def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG,
     del model
     gc.collect()
     if train:
-        from baselines import grpo, sft
+        import importlib
 
+        from baselines import sft
+
+        rl = importlib.import_module(f"baselines.{method}")
         runs = ROOT / "runs"
         sft_dir, rl_dir = runs / sft_cfg["exp_name"], runs / rl_cfg["exp_name"]
         for d in (sft_dir, rl_dir):  # the demo's own run folders: start afresh
@@ -153,23 +166,23 @@ def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG,
         del model
         gc.collect()
         t0 = time.perf_counter()
-        print(f"\nGRPO: python baselines/grpo.py --config {rl_config} --init-from runs/{sft_cfg['exp_name']}")
-        grpo.main(["--config", str(ROOT / rl_config), "--output-dir", str(runs), "--init-from", str(sft_dir)])
+        print(f"\n{label}: python baselines/{method}.py --config {rl_config} --init-from runs/{sft_cfg['exp_name']}")
+        rl.main(["--config", str(ROOT / rl_config), "--output-dir", str(runs), "--init-from", str(sft_dir)])
         rl_s = time.perf_counter() - t0
         model, tok = load_model(path, device="cpu")
         load_model_weights(model, rl_dir, model_name="smollm2")
-        rows.append(eval_policy(model, tok, "smollm2-sft-grpo", out, n, rl_cfg))
+        rows.append(eval_policy(model, tok, f"smollm2-sft-{method}", out, n, rl_cfg))
         rows[-1]["train_s"] = rl_s
-        stages.append(("after GRPO", rows[-1]))
+        stages.append((f"after {label}", rows[-1]))
         del model
         gc.collect()
         rl_hist = [json.loads(line) for line in open(rl_dir / "metrics.jsonl") if line.strip()]
         print(
-            "\nGRPO training success per iteration (sampled, T=1): "
+            f"\n{label} training success per iteration (sampled, T={rl_cfg['temperature']}): "
             + " ".join(f"{r['charts/success_rate']:.2f}" for r in rl_hist)
         )
-        print("GRPO seconds per iteration: " + " ".join(f"{r['time/iteration_s']:.0f}" for r in rl_hist))
-        png = plot_stages(stages, {"GRPO": rl_hist}, out / "learning_curve.png")
+        print(f"{label} seconds per iteration: " + " ".join(f"{r['time/iteration_s']:.0f}" for r in rl_hist))
+        png = plot_stages(stages, {label: rl_hist}, out / "learning_curve.png")
         print(f"\ncurve: {png.relative_to(ROOT) if png.is_relative_to(ROOT) else png}")
     print("\n" + format_table(rows, COLUMNS + ["seconds", "train_s"]))
     print(f"(section 2: {time.perf_counter() - t_all:.0f} s)")
@@ -190,7 +203,7 @@ def load_policy(run: str):
 
 
 def eval_runs(runs: list[str], n: int, out: Path, rl_config: str = RL_CONFIG) -> list[dict]:
-    """``--eval RUN ...``: greedy play of ``n`` held-out seeds per run with ``rl_config``'s prompt settings; rows
+    """``--eval RUN ...``: play ``n`` held-out seeds per run (at :data:`EVAL_TEMPERATURE`) with ``rl_config``'s prompt settings; rows
     printed and kept in ``RUN/heldout.json``."""
     cfg = _config(rl_config)
     rows = []
@@ -263,7 +276,7 @@ def plot_stages(stages: list[tuple[str, dict]], curves: dict[str, list[dict]], p
     axes[0].bar([i + 0.2 for i in x], [r["invalid_rate"] for _, r in stages], 0.4, label="invalid actions")
     axes[0].set_xticks(list(x), names)
     axes[0].set_ylim(0, 1.02)
-    axes[0].set_title(f"held-out seeds ({stages[0][1]['episodes']} episodes, greedy)")
+    axes[0].set_title(f"held-out seeds ({stages[0][1]['episodes']} episodes)")
     axes[0].legend()
     for label, hist in curves.items():
         axes[1].plot([r["iteration"] for r in hist], [r["charts/success_rate"] for r in hist], "o-", label=label)
@@ -287,10 +300,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="runs/demo", help="folder for the episode logs and the curve")
     p.add_argument("--quick", action="store_true", help="fewer episodes, no training")
     p.add_argument("--skip-llm", action="store_true", help="no SmolLM2 part")
-    p.add_argument("--skip-train", action="store_true", help="SmolLM2 before only (no SFT, no GRPO)")
+    p.add_argument("--skip-train", action="store_true", help="SmolLM2 before only (no SFT, no RL)")
     p.add_argument("--episodes", type=int, default=None, help="held-out episodes per SmolLM2 evaluation")
     p.add_argument("--sft-config", default=SFT_CONFIG, help="config of the SFT stage")
-    p.add_argument("--rl-config", default=RL_CONFIG, help="config of the GRPO stage (started from the SFT run)")
+    p.add_argument("--rl-config", default=RL_CONFIG, help="config of the RL stage (started from the SFT run)")
     p.add_argument(
         "--eval",
         nargs="+",
