@@ -61,10 +61,10 @@ def test_cpu_table_reads_episodes_and_iteration_time_from_the_runs_and_names_ent
     run.mkdir()
     (run / "metrics.jsonl").write_text(json.dumps({"time/iteration_s": 5.0, "charts/env_episodes": 31.0}) + "\n")
     assert cpu_table.stage_facts(tmp_path, "frozenlake", "erl", [1])["episodes_trained"] == 31.0
-    names = {n: cpu_table.entry_meta(n, "sokoban") for n in ("smollm2-base", "smollm2-sft", "smollm2-sft-sapo_s3")}
-    assert names["smollm2-sft-sapo_s3"] == {
-        "name": "SmolLM2-135M-Instruct SFT+SAPO seed 3 (sokoban, CPU table)",
-        "method": "SFT+SAPO",
+    names = {n: cpu_table.entry_meta(n) for n in ("smollm2-base", "smollm2-sft", "smollm2-sft-gigpo_s3")}
+    assert names["smollm2-sft-gigpo_s3"] == {
+        "name": "SmolLM2-135M SFT+GiGPO seed 3 (CPU table)",
+        "method": "SFT+GiGPO",
         "method_type": "RL+SFT",
     }
     assert len({m["name"] for m in names.values()}) == 3

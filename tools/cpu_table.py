@@ -98,14 +98,13 @@ def evaluate(env: str, model: str, name: str, out: Path, threads: int, temperatu
     sub = out / tag(temperature) / name
     if (sub / "submission.json").exists():
         return sub
-    from agentgym.models.loading import smollm2_checkpoint
-
     cfg = config(env, "sft")
-    folder = smollm2_checkpoint() if model == "base" else model
-    cmd = [sys.executable, "-m", "agentgym", "eval", "--suite", SUITES[env], "--agent", f"hf:{folder}"]
+    # hf:smollm2 is the shipped model; run folders are named relative to the checkout, as in the README's commands
+    spec = "smollm2" if model == "base" else os.path.relpath(model, ROOT)
+    cmd = [sys.executable, "-m", "agentgym", "eval", "--suite", SUITES[env], "--agent", f"hf:{spec}"]
     cmd += ["--temperature", f"{temperature:g}", "--max-new-tokens", str(cfg["max_new_tokens"])]
     cmd += ["--history-length", str(cfg["history_length"]), "--style", cfg["prompt_style"]]
-    cmd += ["--batch-size", "50", "--quiet", "--no-resume", "--out", str(sub)]
+    cmd += ["--batch-size", "50", "--quiet", "--no-resume", "--out", os.path.relpath(sub, ROOT)]
     run(cmd, out / tag(temperature) / f"{name}.log", threads)
     return sub
 
@@ -223,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
             sub = out / tag(temps[0]) / name
             if not (sub / "submission.json").exists():
                 continue
-            meta = entry_meta(name, opts.env)
+            meta = entry_meta(name)
             cmd = [sys.executable, "-m", "agentgym", "submit", str(sub), "--entries", opts.entries, "--force"]
             cmd += ["--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--model-size", "0.135"]
             cmd += ["--code", "https://github.com/agentgym/agentgym/tree/main/tools/cpu_table.py"]
@@ -231,18 +230,18 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def entry_meta(name: str, env: str) -> dict[str, str]:
-    """Board name, method and method type of one held-out evaluation (``smollm2-base``, ``smollm2-sft-grpo_s1``)."""
-    where = f"{env}, CPU table"
+def entry_meta(name: str) -> dict[str, str]:
+    """Board name, method and method type of one held-out evaluation (``smollm2-base``, ``smollm2-sft-grpo_s1``);
+    the suite names the env."""
     if name == "smollm2-base":
-        return {"name": f"SmolLM2-135M-Instruct as shipped ({where})", "method": "none", "method_type": "Prompting"}
+        return {"name": "SmolLM2-135M as shipped (CPU table)", "method": "none", "method_type": "Prompting"}
     if name == "smollm2-sft":
-        return {"name": f"SmolLM2-135M-Instruct SFT ({where})", "method": "SFT", "method_type": "SFT"}
+        return {"name": "SmolLM2-135M SFT (CPU table)", "method": "SFT", "method_type": "SFT"}
     method, _, seed = name.removeprefix("smollm2-sft-").rpartition("_s")
-    label = {"grpo": "GRPO", "ppo": "PPO", "sapo": "SAPO", "erl": "ERL", "seed": "SEED", "rloo": "RLOO"}.get(method)
+    label = {"grpo": "GRPO", "ppo": "PPO", "sapo": "SAPO", "erl": "ERL", "seed": "SEED", "gigpo": "GiGPO"}.get(method)
     label = label or method.upper()
     return {
-        "name": f"SmolLM2-135M-Instruct SFT+{label} seed {seed} ({where})",
+        "name": f"SmolLM2-135M SFT+{label} seed {seed} (CPU table)",
         "method": f"SFT+{label}",
         "method_type": "RL+SFT",
     }
