@@ -8,8 +8,8 @@
 
    * **before** -- the instruct model as shipped (it answers in prose: most turns have no ``<action>``);
    * **after SFT** -- ``baselines/sft.py`` behaviour-clones the env expert's trajectories (seeds 0..);
-   * **after RL** -- ``baselines/METHOD.py --init-from`` the SFT run (the ``--rl-config``'s method): a few
-     iterations on fresh seeds.
+   * **after RL** -- ``baselines/METHOD.py --init-from`` the SFT run (the ``--rl-config``'s method): a short
+     stage on fresh seeds (the demo config: one GiGPO iteration of 16 episodes).
 
    The numbers are printed as a table and ``runs/demo/learning_curve.png`` shows them with the RL stage's
    per-iteration training success (configs: ``baselines/configs/cpu/*_demo.yaml``).
@@ -268,20 +268,22 @@ def plot_stages(stages: list[tuple[str, dict]], curves: dict[str, list[dict]], p
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
-    names = [s for s, _ in stages]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4 if len(stages) <= 3 else 4.2))
+    names = [s.removeprefix("smollm2-") for s, _ in stages]
     x = range(len(names))
     spread = [r.get("spread", 0.0) for _, r in stages]
     axes[0].bar([i - 0.2 for i in x], [r["success_rate"] for _, r in stages], 0.4, yerr=spread, label="success")
     axes[0].bar([i + 0.2 for i in x], [r["invalid_rate"] for _, r in stages], 0.4, label="invalid actions")
-    axes[0].set_xticks(list(x), names)
+    axes[0].set_xticks(
+        list(x), names, rotation=25 if len(names) > 3 else 0, ha="right" if len(names) > 3 else "center"
+    )
     axes[0].set_ylim(0, 1.02)
     axes[0].set_title(f"held-out seeds ({stages[0][1]['episodes']} episodes)")
     axes[0].legend()
     for label, hist in curves.items():
         axes[1].plot([r["iteration"] for r in hist], [r["charts/success_rate"] for r in hist], "o-", label=label)
     if len(curves) > 1:
-        axes[1].legend(fontsize=8)
+        axes[1].legend(fontsize=7, ncol=2)
     axes[1].set_ylim(-0.02, 1.02)
     axes[1].set_xlabel("RL iteration (from the SFT model)")
     axes[1].set_title("RL training rollouts (sampled, T=1): success")
