@@ -268,15 +268,14 @@ def plot_stages(stages: list[tuple[str, dict]], curves: dict[str, list[dict]], p
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4 if len(stages) <= 3 else 4.2))
+    crowded = len(stages) > 3  # the CPU table's stages: slanted labels under a taller chart
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2 if crowded else 3.4))
     names = [s.removeprefix("smollm2-") for s, _ in stages]
     x = range(len(names))
     spread = [r.get("spread", 0.0) for _, r in stages]
     axes[0].bar([i - 0.2 for i in x], [r["success_rate"] for _, r in stages], 0.4, yerr=spread, label="success")
     axes[0].bar([i + 0.2 for i in x], [r["invalid_rate"] for _, r in stages], 0.4, label="invalid actions")
-    axes[0].set_xticks(
-        list(x), names, rotation=25 if len(names) > 3 else 0, ha="right" if len(names) > 3 else "center"
-    )
+    axes[0].set_xticks(list(x), names, rotation=25 if crowded else 0, ha="right" if crowded else "center")
     axes[0].set_ylim(0, 1.02)
     axes[0].set_title(f"held-out seeds ({stages[0][1]['episodes']} episodes)")
     axes[0].legend()
