@@ -32,6 +32,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -231,11 +232,12 @@ def main(argv: list[str] | None = None) -> int:
             cmd += ["--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--model-size", "0.135"]
             cmd += ["--code", "https://github.com/agentgym/agentgym/tree/main/tools/cpu_table.py"]
             # the SFT/RL checkpoints are not published (and no fresh-seed rerun is recorded): logs-only entries
-            runnable = sub / "runnable.json"
             played = json.loads((sub / "submission.json").read_text())["agent"]["runnable"]["agent_name"]
-            runnable.write_text(json.dumps({"logs_only": True, "reason": LOGS_ONLY, "agent_name": played}))
-            cmd += ["--runnable", str(runnable)]
-            subprocess.check_call(cmd + [f"--{k.replace('_', '-')}={v}" for k, v in meta.items()], cwd=ROOT)
+            with tempfile.TemporaryDirectory() as tmp:
+                runnable = Path(tmp) / "runnable.json"
+                runnable.write_text(json.dumps({"logs_only": True, "reason": LOGS_ONLY, "agent_name": played}))
+                cmd += ["--runnable", str(runnable)]
+                subprocess.check_call(cmd + [f"--{k.replace('_', '-')}={v}" for k, v in meta.items()], cwd=ROOT)
     return 0
 
 

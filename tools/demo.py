@@ -98,8 +98,9 @@ def _config(path: str) -> dict:
     return yaml.safe_load(open(ROOT / path))
 
 
-def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict) -> dict:
-    """Play ``n`` held-out FrozenLake seeds at :data:`EVAL_TEMPERATURE` with the RL configs' prompt settings."""
+def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict, env_id: str = ENV) -> dict:
+    """Play ``n`` held-out seeds of ``env_id`` (the suite's, from 100000) at :data:`EVAL_TEMPERATURE` with a
+    config's prompt settings (``max_new_tokens``, ``history_length``, ``prompt_style``), logging them to ``out``."""
     from agentgym.agents.llm import HFChat, LLMAgent
 
     agent = LLMAgent(
@@ -112,7 +113,8 @@ def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict) -> di
         name=name,
     )
     specs = seed_specs(n, seed=EVAL_SEED_BASE)
-    row = evaluate(ENV, agent, specs, out / f"FrozenLakeNotSlippery-v0-{name}.jsonl", batch_size=min(n, EVAL_BATCH))
+    log = out / f"{env_id.removeprefix('agentgym/')}-{name}.jsonl"
+    row = evaluate(env_id, agent, specs, log, batch_size=min(n, EVAL_BATCH))
     row["batch_size"] = min(n, EVAL_BATCH)
     return row
 

@@ -607,11 +607,13 @@ def cached_result(
     path = Path(cache_dir) / f"{key}.json"
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-        if record.get("cache_key") == key:
+        if record.get("cache_key") == key and not machine_errors(record):
             return {**record, "cached": True}
     except (OSError, ValueError):
         pass
     record = {**compute(), "cache_key": key}
+    if machine_errors(record):  # a verdict on this machine, not on the entry: the next build tries again
+        return {**record, "cached": False}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -620,6 +622,18 @@ def cached_result(
     except OSError:  # a read-only cache only costs time
         pass
     return {**record, "cached": False}
+
+
+#: What a replay error says when the verifying machine lacks something (a data set the env reads), not when
+#: the entry is wrong: such a verdict is never cached, so a build run once without ``AGENTGYM_DATA`` does not
+#: keep the entry unverified after the data is there.
+MACHINE_ERRORS = ("raised DataNotFoundError",)
+
+
+def machine_errors(record: dict[str, Any]) -> list[str]:
+    """The errors of a cached verdict that come from the verifying machine (see :data:`MACHINE_ERRORS`)."""
+    errors = record.get("errors") or []
+    return [e for e in errors if isinstance(e, str) and any(m in e for m in MACHINE_ERRORS)]
 
 
 def cache_key(folder: str | os.PathLike[str], extra: Sequence[str] = ()) -> str:

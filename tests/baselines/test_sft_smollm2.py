@@ -16,6 +16,7 @@ settings, as ``tools/cpu_table.py`` plays it.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,25 +28,17 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 CPU = ROOT / "baselines" / "configs" / "cpu"
-EVAL_TEMPERATURE = 0.4
 
 
 def held_out(model, tokenizer, args, n: int = 100) -> dict[str, float]:
-    """The suite's 100 held-out seeds, as ``agentgym eval --suite ... --temperature 0.4`` plays them."""
-    from agentgym.agents.llm import HFChat, LLMAgent
-    from agentgym.evaluation import run_episodes
-    from agentgym.records import seed_specs
-    from agentgym.suites import EVAL_SEED_BASE
+    """The suite's 100 held-out seeds at temperature 0.4, as ``agentgym eval --suite`` and the main job play them."""
+    import tempfile
 
-    agent = LLMAgent(
-        HFChat(model, tokenizer),
-        temperature=EVAL_TEMPERATURE,
-        max_new_tokens=args.max_new_tokens,
-        history_length=args.history_length,
-        style=args.prompt_style,
-        seed=0,
-    )
-    return run_episodes(args.env_id, agent, seed_specs(n, seed=EVAL_SEED_BASE), batch_size=50).summary()
+    sys.path.insert(0, str(ROOT / "tools"))
+    import demo
+
+    with tempfile.TemporaryDirectory() as out:
+        return demo.eval_policy(model, tokenizer, "held-out", Path(out), n, vars(args), env_id=args.env_id)
 
 
 def sft_and_base(tmp_path: Path, env: str) -> tuple[dict, dict, object]:

@@ -206,3 +206,31 @@ def test_submit_requires_a_pinned_runnable_spec_or_logs_only(submission, tmp_pat
     assert agentgym([*args, str(logs_only), "--force"]) == 0
     (entry,) = entries.iterdir()
     assert json.loads((entry / "submission.json").read_text())["agent"]["runnable"]["logs_only"] is True
+
+
+def test_a_verdict_that_only_says_the_data_is_missing_is_not_cached(tmp_path, monkeypatch):
+    """A build run once without ``AGENTGYM_DATA`` must not keep the ALFWorld entries unverified after the data
+    is there: "the verifier lacks the data" is not a verdict on the entry. A real mismatch stays cached."""
+    from agentgym.episodes import read_episodes, replay
+    from agentgym.leaderboard.verify import cached_result
+
+    log = next(Path("leaderboards/entries").glob("alfworld-*/episodes/ALFWorld-v0.jsonl.gz"))
+    episode = next(iter(read_episodes(log)))
+    monkeypatch.setenv("AGENTGYM_DATA", str(tmp_path / "no-data-here"))
+    calls = []
+
+    def missing_data() -> dict:
+        calls.append(1)
+        return {"ok": False, "errors": replay(episode).mismatches}
+
+    cache = tmp_path / "cache"
+    first = cached_result("leaderboard-verify", "k1", missing_data, cache)
+    assert "DataNotFoundError" in first["errors"][0]
+    again = cached_result("leaderboard-verify", "k1", missing_data, cache)
+    assert len(calls) == 2 and not again["cached"] and not list(cache.glob("*.json"))
+
+    def mismatch() -> dict:
+        return {"ok": False, "errors": ["episodes/x.jsonl line 1: steps[0].observation differs"]}
+
+    cached_result("leaderboard-verify", "k2", mismatch, cache)
+    assert cached_result("leaderboard-verify", "k2", mismatch, cache)["cached"]
