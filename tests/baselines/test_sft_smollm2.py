@@ -7,10 +7,11 @@ settings, as ``tools/cpu_table.py`` plays it.
 
 * FrozenLakeNotSlippery: the shipped model 0.00 success / 0.99 invalid actions; after one SFT epoch on 256
   expert episodes 0.64 / 0.00 (the issue's target: >= 0.30 and < 0.10 invalid); GiGPO from the SFT run 0.70,
-  0.71 and 0.66 (seeds 1-3; seed 1 is re-measured here); GRPO from it, seed 1, 0.57 (it does not beat its SFT
-  start: a strict xfail, so a change that makes it do so fails here and asks for the README to be updated).
-* Sokoban: after one SFT epoch on 256 expert episodes 0.28 / 0.00 (the shipped model: 0 of 16 validation
-  boards, every action invalid).
+  0.71 and 0.66 (seeds 1-3); GRPO from it 0.57 and 0.60 (seeds 1-2). Run here from scratch at one thread
+  (2026-12-04, 82 min): SFT 0.62, GiGPO seed 1 0.64, GRPO seed 1 0.69 -- GRPO moved -7, -4 and +7 from its
+  start over the three runs, GiGPO +6, +7, +2, +2, so the tests assert GiGPO > SFT and GRPO within 10 points.
+* Sokoban: after one SFT epoch on 256 expert episodes 0.28 / 0.00 (the shipped model: 0.00 / 0.996 on the same
+  100 boards).
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ def test_frozenlake_sft_reaches_the_30_percent_target(frozenlake):
 
 
 def test_gigpo_from_the_sft_run_beats_it_on_held_out_frozenlake(frozenlake, tmp_path):
-    """Measured: 0.64 -> 0.70 (seed 1; seeds 2 and 3: 0.71 and 0.66, so 0.69 +/- 0.025 over three)."""
+    """Measured: 0.64 -> 0.70 (seed 1; seeds 2 and 3: 0.71 and 0.66); rerun here: 0.62 -> 0.64."""
     _, after_sft, sft_args = frozenlake
     after_rl = rl_from("gigpo", sft_args, tmp_path)
     print(f"\nheld-out success: SFT {after_sft['success_rate']:.2f} -> SFT+GiGPO {after_rl['success_rate']:.2f}")
@@ -102,11 +103,14 @@ def test_gigpo_from_the_sft_run_beats_it_on_held_out_frozenlake(frozenlake, tmp_
     assert after_rl["success_rate"] > after_sft["success_rate"]
 
 
-@pytest.mark.xfail(strict=True, reason="measured 0.64 -> 0.57 (seed 1, 2026-12-04): GRPO does not beat its SFT start")
-def test_grpo_from_the_sft_run_beats_it_on_held_out_frozenlake(frozenlake, tmp_path):
+def test_grpo_from_the_sft_run_keeps_its_level_on_held_out_frozenlake(frozenlake, tmp_path):
+    """GRPO from the SFT run keeps the answer format and ends within 10 points of its start (measured -7, -4, +7
+    over three runs): a broken loss or advantage that unlearns the SFT policy fails here."""
     _, after_sft, sft_args = frozenlake
     after_rl = rl_from("grpo", sft_args, tmp_path)
-    assert after_rl["success_rate"] > after_sft["success_rate"]
+    print(f"\nheld-out success: SFT {after_sft['success_rate']:.2f} -> SFT+GRPO {after_rl['success_rate']:.2f}")
+    assert after_rl["invalid_rate"] < 0.10
+    assert after_rl["success_rate"] >= after_sft["success_rate"] - 0.10
 
 
 def test_sokoban_sft_learns_the_answer_format_and_beats_the_base_model(tmp_path):
