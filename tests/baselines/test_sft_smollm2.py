@@ -11,8 +11,8 @@ settings, as ``tools/cpu_table.py`` plays it.
   (2026-12-04, 82 min): SFT 0.62, GiGPO seed 1 0.64, GRPO seed 1 0.69 -- GRPO moved -7, -4 and +7 from its
   start over the three runs, GiGPO +6, +7, +2, +2, so the tests assert GiGPO > SFT and GRPO within 10 points.
 * Sokoban: after one SFT epoch on 256 expert episodes 0.28 / 0.00 (the shipped model: 0.00 / 0.996 on the same
-  100 boards). GiGPO from it ends level (0.29, 0.30, 0.24 for seeds 1-3), GRPO and SAPO (seed 1) below it
-  (0.26, 0.21), so no RL test asserts a gain there.
+  100 boards). GiGPO from it ends level (0.29, 0.30, 0.24 for seeds 1-3), PPO level (0.29, seed 1), GRPO and
+  SAPO (seed 1) below it (0.26, 0.21), so no RL test asserts a gain there.
 """
 
 from __future__ import annotations
