@@ -68,3 +68,17 @@ def test_cpu_table_reads_episodes_and_iteration_time_from_the_runs_and_names_ent
         "method_type": "RL+SFT",
     }
     assert len({m["name"] for m in names.values()}) == 3
+
+
+def test_cpu_table_trains_sft_for_the_asked_epochs_and_rl_from_that_run(tmp_path, monkeypatch):
+    import cpu_table
+
+    cmds = []
+    monkeypatch.setattr(cpu_table, "run", lambda cmd, log, threads: cmds.append(cmd) or 0.0)
+    cpu_table.train("sokoban", "sft", None, tmp_path, 1, sft_epochs=3)
+    cpu_table.train("sokoban", "gigpo", 2, tmp_path, 1)
+    sft, rl = cmds
+    assert sft[sft.index("--total-iterations") + 1] == "3" and sft[sft.index("--output-dir") + 1] == str(tmp_path)
+    assert rl[rl.index("--init-from") + 1] == str(tmp_path / "sft_smollm2_sokoban") and "--total-iterations" not in rl
+    cpu_table.train("sokoban", "sft", None, tmp_path, 1)  # the config's epochs
+    assert "--total-iterations" not in cmds[-1]

@@ -75,8 +75,9 @@ def run(cmd: list[str], log: Path, threads: int) -> float:
     return time.perf_counter() - t0
 
 
-def train(env: str, method: str, seed: int | None, runs: Path, threads: int) -> Path:
-    """Train one run (skipped when its exported model exists); its run folder."""
+def train(env: str, method: str, seed: int | None, runs: Path, threads: int, sft_epochs: int | None = None) -> Path:
+    """Train one run (skipped when its exported model exists); its run folder. ``sft_epochs`` overrides the SFT
+    config's one epoch (``total_iterations``) for the SFT run."""
     cfg = config(env, method)
     name = cfg["exp_name"] if seed is None else f"{cfg['exp_name']}_s{seed}"
     run_dir = runs / name
@@ -86,6 +87,8 @@ def train(env: str, method: str, seed: int | None, runs: Path, threads: int) -> 
     cmd += ["--output-dir", str(runs), "--exp-name", name, "--no-progress"]
     if seed is not None:
         cmd += ["--seed", str(seed), "--init-from", str(runs / f"sft_smollm2_{env}")]
+    if method == "sft" and sft_epochs:
+        cmd += ["--total-iterations", str(sft_epochs)]
     if (run_dir / "metrics.jsonl").exists():
         cmd.append("--resume")  # a killed run continues from its last checkpoint
     run(cmd, run_dir.with_name(run_dir.name + ".log"), threads)
@@ -160,6 +163,12 @@ def main(argv: list[str] | None = None) -> int:
         help="evaluation temperatures; the first is the table's headline and the board's (default 0.4,0: the "
         "papers' validation temperature, then greedy)",
     )
+    p.add_argument(
+        "--sft-epochs",
+        type=int,
+        default=None,
+        help="SFT epochs over the expert rows (default: the config's, 1); give another --runs and --out for them",
+    )
     p.add_argument("--table-only", action="store_true", help="train and evaluate nothing; summarise what exists")
     p.add_argument("--png", default=None, help="write the table's bars and the RL training curves here")
     p.add_argument("--json", default=None, help="write the table rows here")
@@ -175,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         config(opts.env, m)  # a missing config fails before hours of training
     t0 = time.perf_counter()
     if not opts.table_only:
-        sft_dir = train(opts.env, "sft", None, runs, opts.threads)
+        sft_dir = train(opts.env, "sft", None, runs, opts.threads, opts.sft_epochs)
         with ThreadPoolExecutor(jobs) as pool:
             futures = [
                 pool.submit(evaluate, opts.env, model, name, out, per_job, t)
