@@ -12,7 +12,9 @@ settings, as ``tools/cpu_table.py`` plays it.
   start over the three runs, GiGPO +6, +7, +2, +2, so the tests assert GiGPO > SFT and GRPO within 10 points.
 * Sokoban: after one SFT epoch on 256 expert episodes 0.28 / 0.00 (the shipped model: 0.00 / 0.996 on the same
   100 boards). GiGPO from it ends level (0.29, 0.30, 0.24 for seeds 1-3), PPO level (0.29, seed 1), GRPO and
-  SAPO (seed 1) below it (0.26, 0.21), so no RL test asserts a gain there.
+  SAPO (seed 1) below it (0.26, 0.21), so no RL test asserts a gain from it. After three SFT epochs
+  (``cpu_table.py --sft-epochs 3``, 2026-12-05) the SFT model reads the board and scores 0.71, and GiGPO from it
+  0.80, 0.78 and 0.82 (seeds 1-3): the tests assert SFT >= 0.50 and GiGPO above it.
 """
 
 from __future__ import annotations
@@ -43,17 +45,23 @@ def held_out(model, tokenizer, args, n: int = 100) -> dict[str, float]:
         return demo.eval_policy(model, tokenizer, "held-out", Path(out), n, vars(args), env_id=args.env_id)
 
 
-def sft_and_base(tmp_path: Path, env: str) -> tuple[dict, dict, object]:
+def sft_and_base(tmp_path: Path, env: str, epochs: int | None = None) -> tuple[dict | None, dict, object]:
+    """SFT with the cpu config (``epochs`` overrides its one epoch, as ``cpu_table.py --sft-epochs``), then the
+    held-out set with the SFT model and, for the config's own epochs, with the shipped model."""
     from agentgym.models.loading import load_model, smollm2_checkpoint
     from agentgym.rl.config import parse_args
     from baselines import sft
 
     config = CPU / f"sft_smollm2_{env}.yaml"
-    args = parse_args(sft.Args, ["--config", str(config), "--output-dir", str(tmp_path), "--no-progress"])
+    argv = ["--config", str(config), "--output-dir", str(tmp_path), "--no-progress"]
+    args = parse_args(sft.Args, argv + (["--total-iterations", str(epochs)] if epochs else []))
     sft.train(args)
     model, tok = load_model(args.run_dir / "model", device="cpu")
     after = held_out(model, tok, args)
     del model
+    if epochs:
+        print(f"\nSmolLM2 held-out {args.env_id}: SFT, {epochs} epochs: {after}")
+        return None, after, args
     base_model, base_tok = load_model(smollm2_checkpoint(), device="cpu")
     before = held_out(base_model, base_tok, args)
     print(f"\nSmolLM2 held-out {args.env_id}: base {before} -> SFT {after}")
@@ -119,3 +127,25 @@ def test_sokoban_sft_learns_the_answer_format_and_beats_the_base_model(tmp_path)
     before, after, _ = sft_and_base(tmp_path, "sokoban")
     assert after["invalid_rate"] < 0.10
     assert after["success_rate"] >= 0.15 > before["success_rate"]
+
+
+@pytest.fixture(scope="module")
+def sokoban_3_epochs(tmp_path_factory):
+    return sft_and_base(tmp_path_factory.mktemp("sft3_sokoban"), "sokoban", epochs=3)
+
+
+def test_sokoban_three_sft_epochs_solve_most_held_out_boards(sokoban_3_epochs):
+    """Measured (2026-12-05, ``cpu_table.py --env sokoban --sft-epochs 3``): 0.71 success at T=0.4, 0.00 invalid;
+    the model's rationale names the player's cell right on 99% of turns, against 0.28 and 30% after one epoch."""
+    _, after, _ = sokoban_3_epochs
+    assert after["invalid_rate"] < 0.10
+    assert after["success_rate"] >= 0.50
+
+
+def test_gigpo_from_three_sft_epochs_beats_them_on_held_out_sokoban(sokoban_3_epochs, tmp_path):
+    """Measured: SFT (3 epochs) 0.71 -> GiGPO 0.80, 0.78, 0.82 (seeds 1-3; 10-14 gains against 3 losses each)."""
+    _, after_sft, sft_args = sokoban_3_epochs
+    after_rl = rl_from("gigpo", sft_args, tmp_path)
+    print(f"\nheld-out success: SFT {after_sft['success_rate']:.2f} -> SFT+GiGPO {after_rl['success_rate']:.2f}")
+    assert after_rl["invalid_rate"] < 0.10
+    assert after_rl["success_rate"] > after_sft["success_rate"]
