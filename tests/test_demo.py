@@ -68,6 +68,12 @@ def test_cpu_table_reads_episodes_and_iteration_time_from_the_runs_and_names_ent
         "method_type": "RL+SFT",
     }
     assert len({m["name"] for m in names.values()}) == 3
+    # a longer SFT stage (--sft-epochs) gets its own entries beside the one-epoch ones
+    assert (
+        cpu_table.entry_meta("smollm2-sft-gigpo_s3", 3)["name"]
+        == "SmolLM2-135M SFT (3 epochs)+GiGPO seed 3 (CPU table)"
+    )
+    assert cpu_table.entry_meta("smollm2-sft", 3)["method"] == names["smollm2-sft"]["method"] == "SFT"
 
 
 def test_cpu_table_trains_sft_for_the_asked_epochs_and_rl_from_that_run(tmp_path, monkeypatch):

@@ -234,9 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     if opts.entries:
         for name in names:
             sub = out / tag(temps[0]) / name
-            if not (sub / "submission.json").exists():
-                continue
-            meta = entry_meta(name)
+            if not (sub / "submission.json").exists() or (opts.sft_epochs and name == "smollm2-base"):
+                continue  # the shipped model's entry does not depend on the SFT epochs: it is the main table's
+            meta = entry_meta(name, opts.sft_epochs)
             cmd = [sys.executable, "-m", "agentgym", "submit", str(sub), "--entries", opts.entries, "--force"]
             cmd += ["--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--model-size", "0.135"]
             cmd += ["--code", "https://github.com/agentgym/agentgym/tree/main/tools/cpu_table.py"]
@@ -250,18 +250,19 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def entry_meta(name: str) -> dict[str, str]:
+def entry_meta(name: str, sft_epochs: int | None = None) -> dict[str, str]:
     """Board name, method and method type of one held-out evaluation (``smollm2-base``, ``smollm2-sft-grpo_s1``);
-    the suite names the env."""
+    the suite names the env. ``sft_epochs`` (``--sft-epochs``) goes into the SFT stage's name: ``SFT (3 epochs)``."""
     if name == "smollm2-base":
         return {"name": "SmolLM2-135M as shipped (CPU table)", "method": "none", "method_type": "Prompting"}
+    sft = f"SFT ({sft_epochs} epochs)" if sft_epochs else "SFT"
     if name == "smollm2-sft":
-        return {"name": "SmolLM2-135M SFT (CPU table)", "method": "SFT", "method_type": "SFT"}
+        return {"name": f"SmolLM2-135M {sft} (CPU table)", "method": "SFT", "method_type": "SFT"}
     method, _, seed = name.removeprefix("smollm2-sft-").rpartition("_s")
     label = {"grpo": "GRPO", "ppo": "PPO", "sapo": "SAPO", "erl": "ERL", "seed": "SEED", "gigpo": "GiGPO"}.get(method)
     label = label or method.upper()
     return {
-        "name": f"SmolLM2-135M SFT+{label} seed {seed} (CPU table)",
+        "name": f"SmolLM2-135M {sft}+{label} seed {seed} (CPU table)",
         "method": f"SFT+{label}",
         "method_type": "RL+SFT",
     }
