@@ -92,6 +92,10 @@ class Args(BaseArgs):
     episodes'); 0: four times the larger of ``lesson_rows`` and ``reflection_rows``"""
     perturb_prob: float = 0.3
     """probability of a random move at each step of those episodes (the expert's moves otherwise)"""
+    context_rows: int = 0
+    """expert action rows whose prompt carries the oracle reflection (ERL's second-attempt prompt) or lesson
+    (SEED's teacher prompt) of a failed noisy attempt at the same task, alternately: the model learns to act on
+    the text it will be given (the paper's ``sft_on_trajectories`` idea, action-under-lesson rows)"""
     reflection_form: str = "in_context"
     """reflection form of the reflection rows (``in_context`` or ``rulebook``, as ERL's ``reflection_form``)"""
     val_analysis: int = 0
@@ -280,11 +284,38 @@ def analysis_rows(
         memory = memory if i % 2 and len(refl_eps) > 1 else None
         chat = build_reflection_messages(ep, memory=memory, form=args.reflection_form, system_prompt=system)
         add(chat, oracle_reflection_reply(ep, args.reflection_form, system_prompt=system, crit=c))
+    n_context = 0
+    if args.context_rows:
+        from agentgym.agents import ExpertAgent
+        from agentgym.agents.oracle import oracle_lesson
+        from agentgym.evaluation import run_episodes
+        from agentgym.records import EpisodeSpec
+
+        specs = [EpisodeSpec(seed=ep.seed, options=ep.options) for ep in failures]
+        experts = run_episodes(args.env_id, ExpertAgent(), specs, env_kwargs=args.env_kwargs or None).episodes
+        for i, (ep, expert) in enumerate(zip(failures, experts)):
+            if n_context >= args.context_rows:
+                break
+            if i % 2 == 0 and args.reflection_form == "in_context":
+                context = {"reflection": oracle_reflection(ep, args.reflection_form, system_prompt=system)}
+            elif i % 2 == 0:
+                context = {"system": oracle_reflection(ep, args.reflection_form, system_prompt=system)}
+            else:
+                context = {"lesson": oracle_lesson(ep)["episode_skill"]}
+            for inp, t in episode_inputs(expert):
+                text = step_target(expert, t, args.expert_think, template)
+                if text is None or n_context >= args.context_rows:
+                    continue
+                _, ids, _ = _fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, context)
+                prompts.append(ids)
+                targets.append(list(tokenizer(text + eos, add_special_tokens=False)["input_ids"]))
+                n_context += 1
     stats = {
         "sft/analysis_episodes": float(len(episodes)),
         "sft/analysis_failures": float(len(failures)),
         "sft/lesson_rows": float(len(lesson_eps)),
         "sft/reflection_rows": float(len(refl_eps)),
+        "sft/context_rows": float(n_context),
     }
     return prompts, targets, stats
 
@@ -494,9 +525,9 @@ def train(args: Args) -> dict[str, float]:
     trainer = Trainer(args, algo="sft")
     episodes = load_data(trainer, args)
     prompts, targets, data_stats = sft_rows(episodes, trainer.template, trainer.tokenizer, args)
-    if args.lesson_rows or args.reflection_rows:
+    if args.lesson_rows or args.reflection_rows or args.context_rows:
         trainer.run_dir.mkdir(parents=True, exist_ok=True)
-        n = args.analysis_episodes or 4 * max(args.lesson_rows, args.reflection_rows)
+        n = args.analysis_episodes or 4 * max(args.lesson_rows, args.reflection_rows, args.context_rows)
         noisy = noisy_expert_episodes(
             args.env_id,
             n,
@@ -509,6 +540,7 @@ def train(args: Args) -> dict[str, float]:
         p, t, extra = analysis_rows(noisy, trainer.template, trainer.tokenizer, args)
         prompts, targets = prompts + p, targets + t
         data_stats.update(extra)
+        data_stats["sft/action_rows"], data_stats["sft/rows"] = data_stats["sft/rows"], float(len(prompts))
     if not prompts:
         raise ValueError(
             f"no SFT rows in {len(episodes)} episode(s) of {args.env_id}: "

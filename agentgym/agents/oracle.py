@@ -58,6 +58,7 @@ class Critique:
         plan: the solver's moves from the start (slippery FrozenLake: the best first move only).
         rule: the reusable rule behind the mistake (or the success).
         slippery: slippery FrozenLake (the plan is then the best first move, not a path).
+        plan_cells: where P stands before each move of ``plan`` (``row R col C``).
     """
 
     env: str
@@ -71,6 +72,7 @@ class Critique:
     plan: list[str] = field(default_factory=list)
     rule: str = ""
     slippery: bool = False
+    plan_cells: list[str] = field(default_factory=list)
 
 
 # -- replay ------------------------------------------------------------------------------------------------
@@ -109,6 +111,14 @@ def _cell(index: int, width: int) -> str:
 
 def _plan_text(moves: list[str]) -> str:
     return ", ".join(moves) if moves else "(no move needed)"
+
+
+def _walk_text(c: Critique) -> str:
+    """The plan as where-to-do-what (``at row 1 col 1 go down, at row 2 col 1 go right``): a reader that finds P on
+    the board knows its next move without counting steps."""
+    if not c.plan_cells:
+        return _plan_text(c.plan)
+    return ", ".join(f"at {cell} go {move}" for cell, move in zip(c.plan_cells, c.plan))
 
 
 # -- FrozenLake ----------------------------------------------------------------------------------------------
@@ -153,6 +163,10 @@ def _critique_frozenlake(episode: Episode, env, u) -> Critique:
     actions = [s.action for s in episode.steps]
     c = Critique(env="frozenlake", success=episode.success, actions=actions, slippery=slippery)
     c.plan = [u.expert_action()] if slippery else _fl_plan(u)
+    pos = u._pos
+    for move in c.plan:
+        c.plan_cells.append(_cell(pos, w))
+        pos = u._next(pos, ACTIONS.index(move))
     slip_note = ""
     for k, step in enumerate(episode.steps, start=1):
         pos = u._pos
@@ -231,6 +245,10 @@ def _critique_sokoban(episode: Episode, env, u) -> Critique:
     c = Critique(env="sokoban", success=episode.success, actions=actions)
     start_plan = _sk_plan(u)
     c.plan = [ACTIONS[d] for d in (start_plan or [])]
+    pos = u._player
+    for d in start_plan or []:
+        c.plan_cells.append(_cell(pos, w))
+        pos += u._offsets[d]
     for k, step in enumerate(episode.steps, start=1):
         plan = _sk_plan(u)
         before = len(plan) if plan is not None else None
@@ -353,7 +371,7 @@ def oracle_reflection(
     if c.better:
         parts.append(f"There, move {c.better} instead.")
     if c.plan and not c.slippery:
-        parts.append(f"Plan from the start: {_plan_text(c.plan)}.")
+        parts.append(f"Plan from the start: {_walk_text(c)}.")
     elif c.plan:
         parts.append(f"Best first move from the start: {c.plan[0]}.")
     parts.append(c.rule)

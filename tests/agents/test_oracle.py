@@ -49,7 +49,11 @@ LAKE = ["SHFF", "FFFF", "FHFF", "FFFG"]
 
 
 def test_stepping_into_a_hole_is_named_with_place_and_better_move():
-    ep = play("agentgym/FrozenLakeNotSlippery-v0", Scripted(["down", "right", "down"]), EpisodeSpec(seed=0, options={"map": LAKE}))
+    ep = play(
+        "agentgym/FrozenLakeNotSlippery-v0",
+        Scripted(["down", "right", "down"]),
+        EpisodeSpec(seed=0, options={"map": LAKE}),
+    )
     assert not ep.success and len(ep.steps) == 3  # down, right, then down into the hole at row 3 col 2
     c = critique(ep)
     assert (c.mistake_step, c.kind, c.where) == (3, "hole", "row 2 col 2")
@@ -58,7 +62,10 @@ def test_stepping_into_a_hole_is_named_with_place_and_better_move():
     assert "'down' stepped onto a hole" in lesson["episode_summary"] and "'right'" in lesson["episode_summary"]
     assert lesson["episode_skill"].endswith("From row 2 col 2 here, move right.")
     refl = parse_reflection(oracle_reflection_reply(ep))
-    assert "There, move right instead." in refl and f"Plan from the start: {', '.join(c.plan)}." in refl
+    assert "There, move right instead." in refl
+    # the plan as where-to-do-what: P's cell before each of the solver's six moves
+    assert "Plan from the start: at row 1 col 1 go down, at row 2 col 1 go " in refl
+    assert refl.count(" go ") == 6 and "at row 4 col 3 go right." in refl
 
 
 def test_a_wasted_move_on_a_successful_episode_is_a_detour_not_a_failure():
@@ -79,7 +86,7 @@ def test_sokoban_push_against_the_wall_is_stuck_and_the_solver_move_is_better():
     ep = play("agentgym/Sokoban-v0", Scripted(["right", "up", "up"]), EpisodeSpec(seed=0, options={"level": level}))
     c = critique(ep)
     assert not ep.success and (c.mistake_step, c.kind) == (1, "stuck") and "row 3 col 4" in c.mistake
-    assert c.better == c.plan[0] and c.plan == ["up", "right", "down", "right", "down", "left"][: len(c.plan)]
+    assert c.better == c.plan[0] and c.plan_cells[0] == "row 3 col 2" and len(c.plan_cells) == len(c.plan)
     wall = play("agentgym/Sokoban-v0", Scripted(["left", "down"]), EpisodeSpec(seed=0, options={"level": level}))
     assert (critique(wall).mistake_step, critique(wall).kind) == (1, "wall")
 

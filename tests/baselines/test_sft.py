@@ -303,3 +303,67 @@ def test_cpu_rl_configs_have_equal_env_episode_budgets_from_the_sft_run(env):
     budgets = {c["exp_name"]: c["num_tasks"] * c.get("group_size", 1) * c["total_iterations"] for c in rl}
     assert len(set(budgets.values())) == 1, budgets
     assert all(c["init_from"] == f"runs/sft_smollm2_{env}" for c in rl)
+
+
+def test_lesson_and_reflection_rows_use_the_seed_and_erl_prompts_with_oracle_targets(tmp_path):
+    """The analysis rows are the chats SEED's lesson writer and ERL's reflector send, with the privileged
+    analyser's replies as targets (which parse), failures and successes both taught."""
+    from agentgym.agents.oracle import oracle_lesson_reply, oracle_reflection_reply
+    from agentgym.prompts.lesson import build_lesson_messages, parse_lesson
+    from agentgym.prompts.reflection import build_reflection_messages, parse_reflection
+    from agentgym.rl.hooks import encode_chat
+
+    args = tiny_args(tmp_path, lesson_rows=6, reflection_rows=4)
+    trainer = Trainer(args, algo="sft")
+    eps = sft.noisy_expert_episodes(ENV, 40, seed=300, noise=0.5, agent_seed=1, log=None)
+    prompts, targets, stats = sft.analysis_rows(eps, trainer.template, trainer.tokenizer, args)
+    assert stats["sft/lesson_rows"] == 6 and stats["sft/reflection_rows"] == 4 and len(prompts) == 10
+    tok = trainer.tokenizer
+    failures = [e for e in eps if not e.success]
+    successes = [e for e in eps if e.success]
+    assert failures and successes
+    first_lessons = [failures[0], successes[0], failures[1]]
+    for i, ep in enumerate(first_lessons):
+        assert prompts[i] == encode_chat(tok, build_lesson_messages(ep), args.max_prompt_tokens)
+        text = tok.decode(targets[i], skip_special_tokens=True)
+        assert text == oracle_lesson_reply(ep) and parse_lesson(text).lesson
+    system = trainer.template.system_prompt
+    for k, ep in enumerate(failures[:4]):
+        i = 6 + k
+        text = tok.decode(targets[i], skip_special_tokens=True)
+        assert text == oracle_reflection_reply(ep, system_prompt=system) and parse_reflection(text)
+        memory_shown = "Advice that worked on an earlier task" in tok.decode(prompts[i])
+        assert memory_shown == (k % 2 == 1)  # half the rows show another task's reflection as ERL's memory
+        if not memory_shown:
+            assert prompts[i] == encode_chat(tok, build_reflection_messages(ep, system_prompt=system), 2048)
+
+
+def test_tiny_model_learns_to_write_parseable_lessons_from_the_mixed_rows(tmp_path):
+    """A few epochs of the action + lesson + reflection mix teach a tiny random model the lesson JSON and the
+    reflection tags on held-out episodes (validation asks it for both), from a start where nothing parses."""
+    args = tiny_args(
+        tmp_path,
+        expert_episodes=8,
+        lesson_rows=16,
+        reflection_rows=16,
+        analysis_episodes=120,
+        perturb_prob=0.5,
+        total_iterations=12,
+        learning_rate=3e-3,
+        mini_batch_size=8,
+        micro_batch_size=8,
+        history_length=0,
+        val_every=12,
+        val_tasks=2,
+        val_analysis=6,
+        val_temperature=0.0,
+        analysis_max_new_tokens=96,
+        max_prompt_tokens=768,
+    )
+    sft.train(args)
+    rows = [json.loads(x) for x in (tmp_path / "sft" / "metrics.jsonl").read_text().splitlines()]
+    start, end = rows[0], rows[-1]
+    assert start["val/lesson_parse_rate"] == 0.0 and start["val/reflection_tagged_rate"] == 0.0
+    assert end["sft/lesson_rows"] == 16 and end["sft/reflection_rows"] == 16
+    assert end["val/lesson_parse_rate"] >= 0.5, end
+    assert end["val/reflection_tagged_rate"] >= 0.5, end
