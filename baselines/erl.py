@@ -33,6 +33,10 @@ second attempt sees the raw first attempt and feedback instead of a model-writte
 trains the reflector), ``no_consolidation`` (no distillation term); ``train_first_attempt``,
 ``train_reflection``, ``train_second_attempt`` drop a part from the RL loss.
 
+Ours: ``reflector: oracle`` has the privileged grid analyser (``agentgym.agents.oracle``) write the reflections
+(the upper bound of the reflection mechanism); ``erl/first_success_same_tasks`` is the first-attempt success of the
+tasks the second attempts re-play, the paired comparison for ``erl/second_success_rate``.
+
 Every first and second attempt is written to ``<run>/episodes.jsonl`` with ``extras["erl"]`` holding its
 reflection, the memory it saw, both returns and whether the memory was updated.
 

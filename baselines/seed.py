@@ -23,6 +23,10 @@ What differs from GRPO (``baselines/grpo.py``; its advantages come from ``agentg
   instruct model; None: the policy itself). ``sft_on_trajectories`` adds the successful turns under their
   lesson-conditioned prompt (action-under-lesson rows, off by default). ``no_sft`` skips the stage.
 
+Ours: ``analyser_model: oracle`` has the privileged grid analyser (``agentgym.agents.oracle``) write every lesson
+(the upper bound of the lesson mechanism), and ``lesson_probe`` logs the lesson-conditioned policy's success
+against the lesson-free one on the same tasks every iteration.
+
 Ablations: ``no_sft``, ``no_gate`` (g = 1). ``train_fraction`` < 1 trains on a fixed subset of the
 training tasks (the paper's data-efficiency run uses 60%).
 
