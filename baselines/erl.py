@@ -330,8 +330,8 @@ class ErlTrainer(Trainer):
         elif failed and a.reflector == "oracle":
             for e in failed:
                 reply = oracle_reflection_reply(
-                    first.episodes[e], a.reflection_form, system_prompt=self.template.system_prompt
-                )
+                    first.episodes[e], a.reflection_form
+                )  # rulebook: ERL adds the base prompt
                 reflections[e] = parse_reflection(reply, a.reflection_form)
                 raw[e] = reply
         elif failed:

@@ -280,10 +280,10 @@ def analysis_rows(
     refl_eps = failures[: args.reflection_rows]
     crits = [critique(ep) for ep in refl_eps]
     for i, (ep, c) in enumerate(zip(refl_eps, crits)):
-        memory = oracle_reflection(refl_eps[i - 1], args.reflection_form, system_prompt=system, crit=crits[i - 1])
+        memory = oracle_reflection(refl_eps[i - 1], args.reflection_form, crit=crits[i - 1])
         memory = memory if i % 2 and len(refl_eps) > 1 else None
         chat = build_reflection_messages(ep, memory=memory, form=args.reflection_form, system_prompt=system)
-        add(chat, oracle_reflection_reply(ep, args.reflection_form, system_prompt=system, crit=c))
+        add(chat, oracle_reflection_reply(ep, args.reflection_form, crit=c))  # ERL appends the base prompt itself
     n_context = 0
     if args.context_rows:
         from agentgym.agents import ExpertAgent
@@ -297,9 +297,10 @@ def analysis_rows(
             if n_context >= args.context_rows:
                 break
             if i % 2 == 0 and args.reflection_form == "in_context":
-                context = {"reflection": oracle_reflection(ep, args.reflection_form, system_prompt=system)}
-            elif i % 2 == 0:
-                context = {"system": oracle_reflection(ep, args.reflection_form, system_prompt=system)}
+                context = {"reflection": oracle_reflection(ep, args.reflection_form)}
+            elif i % 2 == 0:  # as ErlTrainer.second_attempt_kwargs builds a rulebook's system prompt
+                rules = oracle_reflection(ep, args.reflection_form)
+                context = {"system": f"{rules}\n\n{system}" if system else rules}
             else:
                 context = {"lesson": oracle_lesson(ep)["episode_skill"]}
             for inp, t in episode_inputs(expert):
@@ -381,7 +382,7 @@ def analysis_metrics(
             start = r.text.find(f"<{tag}>")
             tagged += start >= 0 and r.text.find(f"</{tag}>", start) >= 0
             text = parse_reflection(r.text, form) or ""
-            want = oracle_reflection(ep, form, system_prompt=system_prompt, crit=c)
+            want = oracle_reflection(ep, form, crit=c)
             key = [s for s in want.split(". ") if s.startswith(("There, move", "Plan from", "Best first move"))]
             plan += bool(key) and all(k.rstrip(".") in text for k in key)
         out["reflection_tagged_rate"] = tagged / len(failed)

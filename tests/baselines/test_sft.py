@@ -331,7 +331,7 @@ def test_lesson_and_reflection_rows_use_the_seed_and_erl_prompts_with_oracle_tar
     for k, ep in enumerate(failures[:4]):
         i = 6 + k
         text = tok.decode(targets[i], skip_special_tokens=True)
-        assert text == oracle_reflection_reply(ep, system_prompt=system) and parse_reflection(text)
+        assert text == oracle_reflection_reply(ep) and parse_reflection(text)
         memory_shown = "Advice that worked on an earlier task" in tok.decode(prompts[i])
         assert memory_shown == (k % 2 == 1)  # half the rows show another task's reflection as ERL's memory
         if not memory_shown:
