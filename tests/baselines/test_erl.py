@@ -577,3 +577,21 @@ def test_oracle_reflections_make_second_attempts_beat_first_attempts_on_the_same
 def test_unknown_reflector_is_refused(tmp_path):
     with pytest.raises(ValueError, match="reflector must be"):
         make_trainer(tmp_path, reflector="gpt")
+
+
+def test_oracle_erl_fits_a_tiny_model_on_frozenlake_and_logs_the_paired_metric(tmp_path):
+    tr = make_trainer(
+        tmp_path,
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        reflector="oracle",
+        total_iterations=1,
+        max_turns=3,
+        max_new_tokens=4,
+        max_prompt_tokens=512,
+    )
+    metrics = tr.fit()
+    assert all(math.isfinite(v) for v in metrics.values())
+    if metrics["erl/num_reflections"]:  # a random tiny model fails (nearly) every first attempt
+        assert metrics["erl/reflection_tagged_rate"] == 1.0
+        assert 0.0 <= metrics["erl/first_success_same_tasks"] <= 1.0
+    assert metrics["erl/rows_reflection"] == 0.0  # oracle text is never trained as the policy's

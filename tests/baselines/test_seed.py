@@ -462,3 +462,19 @@ def test_oracle_lessons_parse_and_the_probe_compares_lesson_conditioned_with_les
     # the probe's prompts carry each task's first lesson (the lesson-free rollouts' do not)
     assert sum(any(lessons[g * 2] in s for s in seen) for g in range(3)) == 3
     assert m["seed/lesson_gap"] == pytest.approx(m["seed/lesson_conditioned_success"] - m["seed/lesson_free_success"])
+
+
+def test_oracle_seed_fits_a_tiny_model_on_frozenlake_with_every_lesson_parsed(tmp_path):
+    tr = make_trainer(
+        tmp_path,
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        analyser_model="oracle",
+        prompt_style="bare",
+        max_turns=3,
+        total_iterations=1,
+    )
+    metrics = tr.fit()
+    assert all(math.isfinite(v) for v in metrics.values())
+    assert metrics["seed/lesson_parse_rate"] == metrics["seed/lesson_rate"] == 1.0
+    assert metrics["seed/lesson_rows"] > 0 and 0.0 < metrics["seed/gate_mean"] < 1.0
+    assert metrics["seed/probe_tasks"] == 2.0 and "seed/lesson_gap" in metrics
