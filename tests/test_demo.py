@@ -126,3 +126,34 @@ def test_cpu_table_runs_the_seed_mechanism_comparison_from_one_lesson_reflection
     assert facts["erl/first_success_same_tasks"]["last"] == [0.25]
     meta = cpu_table.entry_meta("smollm2-sft-erl-oracle_s1", None, "mech")
     assert meta["name"] == "SmolLM2-135M SFT with lessons and reflections+ERL (oracle reflections) seed 1 (CPU table)"
+
+
+def test_mechanism_probe_measures_writing_erl_and_seed_on_a_trained_run(tmp_path):
+    """tools/mechanism_probe.py on a tiny SFT run: the model's own writing, oracle ERL's paired second-vs-first
+    attempt success and oracle SEED's lesson-conditioned vs lesson-free success, all on the same held-out tasks."""
+    import mechanism_probe
+
+    from baselines import sft
+
+    args = sft.Args(
+        model="tiny",
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        output_dir=str(tmp_path),
+        exp_name="sft",
+        expert_episodes=4,
+        total_iterations=1,
+        history_length=0,
+        prompt_style="erl-cells",
+        progress=False,
+        plot=False,
+    )
+    sft.train(args)
+    tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "group_size": 2, "dtype": "float32"}
+    out = mechanism_probe.probe("frozenlake", str(tmp_path / "sft"), episodes=3, tasks=2, own=False, overrides=tiny)
+    assert out["writing"]["lesson_episodes"] == 3.0 and 0.0 <= out["writing"]["lesson_parse_rate"] <= 1.0
+    erl = out["erl"]
+    assert erl["reflector"] == "oracle" and 0.0 <= erl["first_success"] <= 1.0
+    if erl["failed_first_attempts"]:
+        assert 0.0 <= erl["second_success"] <= 1.0 and erl["reflections"][0].startswith("Last time:")
+    assert out["seed"]["analyser"] == "oracle" and out["seed"]["lesson_parse_rate"] == 1.0
+    assert out["seed"]["probe_tasks"] == 2.0
