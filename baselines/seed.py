@@ -24,7 +24,7 @@ What differs from GRPO (``baselines/grpo.py``; its advantages come from ``agentg
   lesson-conditioned prompt (action-under-lesson rows, off by default). ``no_sft`` skips the stage.
 
 Ours: ``analyser_model: oracle`` has the privileged grid analyser (``agentgym.agents.oracle``) write every lesson
-(the upper bound of the lesson mechanism), and ``lesson_probe`` logs the lesson-conditioned policy's success
+(the upper bound of the lesson mechanism), and ``lesson_probe`` (on in the CPU configs) logs the lesson-conditioned policy's success
 against the lesson-free one on the same tasks every iteration.
 
 Ablations: ``no_sft``, ``no_gate`` (g = 1). ``train_fraction`` < 1 trains on a fixed subset of the
@@ -94,7 +94,7 @@ class Args(GroupArgs):
     model); None: the policy writes them; RL-time lessons then come from the policy (self-distillation).
     ``oracle``: the privileged grid analyser (``agentgym.agents.oracle``, ours) writes *every* lesson, SFT
     stage and RL alike -- the upper bound of the lesson mechanism, not self-distillation"""
-    lesson_probe: bool = True
+    lesson_probe: bool = False
     """each iteration, play one lesson-conditioned episode per task that got a lesson (not trained on) and log
     its success against the lesson-free rollouts of the same tasks (``seed/lesson_conditioned_success`` vs
     ``seed/lesson_free_success``): the gap the distillation term closes"""
