@@ -243,6 +243,17 @@ def noisy_expert_episodes(
     return run_episodes(env_id, agent, seed_specs(n, seed=seed), env_kwargs=env_kwargs, log_path=log).episodes
 
 
+def held_out_analysis_episodes(
+    env_id: str, n: int, *, noise: float, agent_seed: int, seed: int = 20_000_000, env_kwargs=None
+) -> list[Episode]:
+    """``n`` noisy-expert episodes on held-out seeds, failures and successes alternating (so reflections, which
+    only failures get, are checked too): drawn from up to ``8 * n`` episodes."""
+    eps = noisy_expert_episodes(
+        env_id, 8 * n, seed=seed, noise=noise, agent_seed=agent_seed, log=None, env_kwargs=env_kwargs
+    )
+    return _interleave([e for e in eps if not e.success], [e for e in eps if e.success])[:n]
+
+
 def _interleave(first: list[Episode], second: list[Episode]) -> list[Episode]:
     out = []
     for i in range(max(len(first), len(second))):
@@ -462,14 +473,8 @@ def validate(trainer: Trainer) -> dict[str, float]:
     out = {"val/success_rate": rb.success_rate(), "val/invalid_action_rate": rb.invalid_action_rate()}
     if getattr(a, "val_analysis", 0):
         if getattr(trainer, "val_analysis_episodes", None) is None:  # held-out seeds, far from training ones
-            trainer.val_analysis_episodes = noisy_expert_episodes(
-                a.env_id,
-                a.val_analysis,
-                seed=20_000_000,
-                noise=a.perturb_prob,
-                agent_seed=a.seed + 11,
-                log=None,
-                env_kwargs=a.env_kwargs or None,
+            trainer.val_analysis_episodes = held_out_analysis_episodes(
+                a.env_id, a.val_analysis, noise=a.perturb_prob, agent_seed=a.seed + 11, env_kwargs=a.env_kwargs or None
             )
         trainer.model.eval()
         with trainer.autocast():

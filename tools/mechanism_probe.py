@@ -61,7 +61,7 @@ def probe(
         t0 = time.perf_counter()
         config = CPU_CONFIGS / f"erl_{variant}smollm2_{env}.yaml"
         tr = _trainer(erl.ErlTrainer, erl.Args, config, model, tmp, tasks, seed, overrides or {})
-        eps = sft.noisy_expert_episodes(ENVS[env], episodes, seed=PROBE_SEED, noise=0.5, agent_seed=seed, log=None)
+        eps = sft.held_out_analysis_episodes(ENVS[env], episodes, seed=PROBE_SEED, noise=0.5, agent_seed=seed)
         tr.model.eval()
         with tr.autocast():
             out["writing"] = sft.analysis_metrics(
