@@ -59,6 +59,7 @@ class Critique:
         rule: the reusable rule behind the mistake (or the success).
         slippery: slippery FrozenLake (the plan is then the best first move, not a path).
         plan_cells: where P stands before each move of ``plan`` (``row R col C``).
+        goal: what success is, in the env's letters (``the goal (G)``).
     """
 
     env: str
@@ -73,6 +74,7 @@ class Critique:
     rule: str = ""
     slippery: bool = False
     plan_cells: list[str] = field(default_factory=list)
+    goal: str = "every box on a target"
 
 
 # -- replay ------------------------------------------------------------------------------------------------
@@ -162,6 +164,8 @@ def _critique_frozenlake(episode: Episode, env, u) -> Critique:
     w = u._n
     actions = [s.action for s in episode.steps]
     c = Critique(env="frozenlake", success=episode.success, actions=actions, slippery=slippery)
+    me, hole, goal, ice = (u.symbols[k].strip() for k in ("player", "hole", "goal", "frozen"))  # the env's letters
+    c.goal = f"the goal ({goal})"
     c.plan = [u.expert_action()] if slippery else _fl_plan(u)
     pos = u._pos
     for move in c.plan:
@@ -185,30 +189,34 @@ def _critique_frozenlake(episode: Episode, env, u) -> Critique:
             c.mistake_step, c.where, c.better = k, where, best
             if a is None:
                 c.kind = "invalid"
-                c.mistake = f"At step {k} (P at {where}) the action {step.action!r} was not a move."
+                c.mistake = f"At step {k} ({me} at {where}) the action {step.action!r} was not a move."
                 c.rule = "Answer with exactly one of left, down, right or up."
             elif slippery:
                 c.kind = "risky"
                 c.mistake = (
-                    f"At step {k} (P at {where}) '{ACTIONS[a]}' reached the goal with probability "
+                    f"At step {k} ({me} at {where}) '{ACTIONS[a]}' reached the goal with probability "
                     f"{qs[a]:.2f}, while '{best}' reached it with {qs.max():.2f}."
                 )
                 c.rule = (
                     "On slippery ice a move can slide sideways: pick the move whose sideways slides also avoid "
-                    "the holes (O)."
+                    f"the holes ({hole})."
                 )
             elif u._tiles[u._next(pos, a)] == "H":
                 c.kind = "hole"
-                c.mistake = f"At step {k} (P at {where}) '{ACTIONS[a]}' stepped onto a hole (O) and ended the episode."
-                c.rule = "Before each move, look at the cell it leads to and never step onto a hole (O)."
+                c.mistake = (
+                    f"At step {k} ({me} at {where}) '{ACTIONS[a]}' stepped onto a hole ({hole}) and ended the episode."
+                )
+                c.rule = f"Before each move, look at the cell it leads to and never step onto a hole ({hole})."
             elif u._next(pos, a) == pos:
                 c.kind = "edge"
-                c.mistake = f"At step {k} (P at {where}) '{ACTIONS[a]}' pushed against the edge of the lake and P did not move."
-                c.rule = "A move off the edge of the lake wastes a step; move towards G instead."
+                c.mistake = f"At step {k} ({me} at {where}) '{ACTIONS[a]}' pushed against the edge of the lake and {me} did not move."
+                c.rule = f"A move off the edge of the lake wastes a step; move towards {goal} instead."
             else:
                 c.kind = "away"
-                c.mistake = f"At step {k} (P at {where}) '{ACTIONS[a]}' did not bring P closer to the goal (G)."
-                c.rule = "Every move should bring P one cell closer to G along frozen cells (_), around the holes (O)."
+                c.mistake = (
+                    f"At step {k} ({me} at {where}) '{ACTIONS[a]}' did not bring {me} closer to the goal ({goal})."
+                )
+                c.rule = f"Every move should bring {me} one cell closer to {goal} along frozen cells ({ice}), around the holes ({hole})."
         _, _, terminated, truncated, info = env.step(step.action)
         if slippery and a is not None and info.get("executed_action") not in (None, ACTIONS[a]) and not slip_note:
             slip_note = (
@@ -220,13 +228,11 @@ def _critique_frozenlake(episode: Episode, env, u) -> Critique:
             c.kind, c.mistake = "slip", slip_note + " Every move chosen was the best available."
             c.rule = "On slippery ice keep choosing the move with the best chance; sideways slides are luck."
         else:
-            c.kind, c.mistake = "budget", f"The step budget ran out with P at {c.where} before reaching G."
-            c.rule = "Take the shortest safe path to G; every wasted move counts against the step budget."
+            c.kind, c.mistake = "budget", f"The step budget ran out with {me} at {c.where} before reaching {goal}."
+            c.rule = f"Take the shortest safe path to {goal}; every wasted move counts against the step budget."
         c.mistake_step = len(episode.steps) or None
     if c.success and not c.rule:
-        c.rule = (
-            "Move towards G one cell at a time along frozen cells (_), checking that the next cell is not a hole (O)."
-        )
+        c.rule = f"Move towards {goal} one cell at a time along frozen cells ({ice}), checking that the next cell is not a hole ({hole})."
     return c
 
 
@@ -243,6 +249,7 @@ def _critique_sokoban(episode: Episode, env, u) -> Critique:
     w = u._width
     actions = [s.action for s in episode.steps]
     c = Critique(env="sokoban", success=episode.success, actions=actions)
+    me, wall, target = (u.symbols[k].strip() for k in ("player", "wall", "target"))  # the env's own letters
     start_plan = _sk_plan(u)
     c.plan = [ACTIONS[d] for d in (start_plan or [])]
     pos = u._player
@@ -262,25 +269,23 @@ def _critique_sokoban(episode: Episode, env, u) -> Critique:
         moved_box = set(u._boxes) != boxes
         better = ACTIONS[plan[0]] if plan else ""
         if not info.get("is_action_valid", True):
-            kind, text = "invalid", f"At step {k} (P at {where}) the action {step.action!r} was not a move."
+            kind, text = "invalid", f"At step {k} ({me} at {where}) the action {step.action!r} was not a move."
             rule = "Answer with exactly one of up, down, left or right."
         elif not info.get("action_is_effective", True):
             blocked = _pushes_box(u, player, step.action)
             kind = "blocked" if blocked else "wall"
             text = (
-                f"At step {k} (P at {where}) '{step.action}' pushed a box against a wall or another box and nothing moved."
+                f"At step {k} ({me} at {where}) '{step.action}' pushed a box against a wall or another box and nothing moved."
                 if blocked
-                else f"At step {k} (P at {where}) '{step.action}' walked into a wall (#) and wasted a move."
+                else f"At step {k} ({me} at {where}) '{step.action}' walked into a wall ({wall}) and wasted a move."
             )
-            rule = (
-                "Check the cell in the direction of a move: walls (#) block P, and a box only moves onto free floor."
-            )
+            rule = f"Check the cell in the direction of a move: walls ({wall}) block {me}, and a box only moves onto free floor."
         elif after is None:
             box = next(iter(set(u._boxes) - boxes), None)
             kind = "stuck"
             text = (
-                f"At step {k} (P at {where}) '{step.action}' pushed the box to "
-                f"{_cell(box, w) if box is not None else 'a cell'} where it can no longer reach a target (O): "
+                f"At step {k} ({me} at {where}) '{step.action}' pushed the box to "
+                f"{_cell(box, w) if box is not None else 'a cell'} where it can no longer reach a target ({target}): "
                 "it is stuck against the wall."
             )
             rule = (
@@ -290,21 +295,23 @@ def _critique_sokoban(episode: Episode, env, u) -> Critique:
         elif after >= before:
             kind = "detour"
             text = (
-                f"At step {k} (P at {where}) '{step.action}' "
+                f"At step {k} ({me} at {where}) '{step.action}' "
                 + ("pushed the box the wrong way" if moved_box else "walked away from the box's pushing side")
                 + f": the level then needed {after} more moves instead of {before - 1}."
             )
-            rule = "Get behind the box on the side opposite its target, then push it straight towards the target (O)."
+            rule = f"Get behind the box on the side opposite its target, then push it straight towards the target ({target})."
         else:
             continue
         c.mistake_step, c.kind, c.mistake, c.better, c.where, c.rule = k, kind, text, better, where, rule
     if c.mistake_step is None and not c.success:
         c.kind, c.where = "budget", _cell(u._player, w)
-        c.mistake = f"The step budget ran out before every box was on a target (P at {c.where})."
+        c.mistake = f"The step budget ran out before every box was on a target ({me} at {c.where})."
         c.rule = "Follow the shortest plan: every wasted move counts against the ten-move budget."
         c.mistake_step = len(episode.steps) or None
     if c.success and not c.rule:
-        c.rule = "Get behind the box on the side opposite its target, then push it straight onto the target (O)."
+        c.rule = (
+            f"Get behind the box on the side opposite its target, then push it straight onto the target ({target})."
+        )
     return c
 
 
@@ -325,16 +332,12 @@ def critique(episode: Episode) -> Critique:
         env.close()
 
 
-def _goal_word(c: Critique) -> str:
-    return "the goal (G)" if c.env == "frozenlake" else "every box on a target"
-
-
 def oracle_lesson(episode: Episode, crit: Critique | None = None) -> dict[str, str]:
     """SEED's lesson object ``{"episode_summary", "episode_skill"}`` for ``episode`` (privileged)."""
     c = crit or critique(episode)
     n = len(c.actions)
     if c.success:
-        summary = f"Reached {_goal_word(c)} in {n} move{'s' * (n != 1)}: {_plan_text(c.actions)}."
+        summary = f"Reached {c.goal} in {n} move{'s' * (n != 1)}: {_plan_text(c.actions)}."
         if c.mistake_step is not None and c.mistake:
             summary += f" One move was wasted: {c.mistake}"
         skill = c.rule

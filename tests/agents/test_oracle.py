@@ -147,3 +147,10 @@ def test_noisy_expert_is_the_expert_at_zero_noise_and_makes_mistakes_otherwise()
     assert 0 < sum(e.success for e in noisy) < 40
     with pytest.raises(ValueError, match="noise"):
         NoisyExpertAgent(1.5)
+
+
+@pytest.mark.parametrize("env_id", ["agentgym/FrozenLakeLetters-v0", "agentgym/SokobanLetters-v0"])
+def test_the_text_names_cells_in_the_envs_own_letters(env_id):
+    eps = run_episodes(env_id, RandomAgent(seed=2), seed_specs(6, seed=3)).episodes
+    texts = " ".join(oracle_reflection(ep) for ep in eps if not ep.success)
+    assert "(A at row" in texts and "(O)" not in texts and "(P at" not in texts
