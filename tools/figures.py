@@ -361,6 +361,53 @@ def render_timings(record: dict) -> str:
     return "\n".join(lines)
 
 
+def render_reported(reported: Path = ROOT / "leaderboards" / "reported", entries: Path = ENTRIES) -> str:
+    """The paper index's reported-vs-reproduced table: every published row (``leaderboards/reported/*.json``)
+    beside the board entries that reproduce it (``agent.parameters.reproduce``), with their scale."""
+    from agentgym.leaderboard.table import primary_column
+    from agentgym.suites import SUITES
+
+    repro: dict[tuple[str, str], list[str]] = {}
+    for sub in sorted(entries.glob("*/submission.json")):
+        data = json.loads(sub.read_text())
+        r = data["agent"].get("parameters", {}).get("reproduce")
+        if not isinstance(r, dict):
+            continue
+        score = ", ".join(f"{k} {v:g}" for res in data["results"].values() for k, v in res.items() if k != "Return")
+        repro.setdefault((r.get("table", ""), r.get("row", "")), []).append(
+            f"{r.get('scale', '?')} scale on `{data['suite']['name']}`: {score}"
+        )
+    lines = [
+        "| Paper | Model | Method | Reported | Reproduced here |",
+        "|---|---|---|---|---|",
+    ]
+    for path in sorted(reported.glob("*.json")):
+        table = json.loads(path.read_text())
+        paper = table["paper"].split(",")[0]
+        for row in table["rows"]:
+            cells = []
+            for suite, res in row["results"].items():
+                col = primary_column(SUITES[suite]) if suite in SUITES else next(iter(res))
+                col = col if col in res else next(iter(res))
+                std = row.get("std", {}).get(suite, {}).get(col)
+                cells.append(f"{suite} {col} {res[col]:g}" + (f"±{std:g}" if std is not None else ""))
+            done = repro.get((table["id"], row["id"]))
+            lines.append(
+                f"| {paper} | {row['model']} | {row['method']} | {'; '.join(cells)} | "
+                + ("; ".join(done) if done else "not yet")
+                + " |"
+            )
+    return "\n".join(
+        lines
+        + [
+            "",
+            "Rendered from `leaderboards/reported/*.json` (the papers' numbers, ± = std over their seeds) and the "
+            "board entries that name a reported row; *small scale* = a tiny random model on CPU for a few "
+            "iterations, a check that the pipeline runs end to end, not a reproduction.",
+        ]
+    )
+
+
 def blocks() -> list[tuple[Path, str, str]]:
     """Every generated block: ``(file, marker name, its text from the committed records)``."""
     learning = json.loads(JSON.read_text())
@@ -375,6 +422,7 @@ def blocks() -> list[tuple[Path, str, str]]:
     erl_seed = json.loads(BEFORE_ERL_SEED.read_text())
     out.append((README, "erl-seed-before", render(erl_seed, erl_seed["command"])))
     out += [(CPU_PAGE, f"cpu-{suite}", render_cpu_table(cpu, suite)) for suite in SUITE_TITLES]
+    out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
     return out
 
 
