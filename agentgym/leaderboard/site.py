@@ -475,3 +475,23 @@ def render_site(rows: Sequence[Row], site_dir: Path, entries_dir: Path, problems
         (site_dir / r.viewer).write_text(render_viewer(r, data), encoding="utf-8")
         pages += 1
     return pages
+
+
+def screenshot(index: Path, out: Path, *, width: int = 1400, height: int = 1000) -> Path:
+    """Draw the built site's front page into ``out`` with headless chromium (Debian's ``chromium``).
+
+    The README's picture of the board is redrawn from the pages the build just wrote, so it cannot go stale.
+    """
+    import shutil
+    import subprocess
+
+    browser = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+    if browser is None:
+        raise RuntimeError("no chromium found for the screenshot: apt-get install chromium (or build without it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    cmd += [f"--window-size={width},{height}", f"--screenshot={out.resolve()}", index.resolve().as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0 or not out.exists():
+        raise RuntimeError(f"chromium could not draw {index}: {proc.stderr.strip()[-300:]}")
+    return out
