@@ -192,6 +192,17 @@ def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG,
     print(f"(section 2: {time.perf_counter() - t_all:.0f} s)")
 
 
+def _save(fig, path: Path) -> Path:
+    """Write a matplotlib figure as a PNG (folders made as needed) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def _figures():
     """tools/figures.py (the records' renderer and its interval), imported from this folder."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -280,11 +291,7 @@ def plot_demo(stages: list[tuple[str, dict]], recorded: list[tuple[str, list[dic
     else:
         axes[1].set_axis_off()
     fig.suptitle(f"SmolLM2-135M-Instruct on {ENV.removeprefix('agentgym/')} (CPU): as shipped, after SFT, after RL")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def load_policy(run: str):
@@ -388,11 +395,7 @@ def plot_stages(stages: list[tuple[str, dict]], curves: dict[str, list[dict]], p
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.suptitle(f"SmolLM2-135M-Instruct on {env.removeprefix('agentgym/')} (CPU)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
