@@ -357,7 +357,8 @@ def render_timings(record: dict) -> str:
     for t in record["values"]:
         extra = f" ({t['result']})" if t.get("result") else ""
         lines.append(f"| `{t['name']}` | {t['what']} | {_duration(t['seconds'])}{extra} |")
-    lines += ["", f"Record: `docs/figures/timings.json` ({record['machine']}; {record['source']})."]
+    dates = ", ".join(sorted({t["date"] for t in record["values"]}))
+    lines += ["", f"Record: `docs/figures/timings.json` ({dates}; {record['machine']}; {record['how']})."]
     return "\n".join(lines)
 
 

@@ -41,7 +41,7 @@ def test_every_record_names_its_command_date_machine_and_versions(fig):
     learning = json.loads(fig.JSON.read_text())
     assert learning["command"] and learning["date"] and learning["versions"]
     timings = json.loads(fig.TIMINGS.read_text())
-    assert timings["machine"] and timings["source"]
+    assert timings["machine"] and timings["source"] and timings["how"]
     for t in timings["values"]:
         assert t["command"] and t["date"] and t["commit"] and t["seconds"] > 0, t
 
