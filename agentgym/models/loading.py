@@ -13,9 +13,12 @@ anything is loaded.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -209,7 +212,8 @@ def load_model(
         kwargs: dict[str, Any] = dict(hub_rev)
         if dtype is not None:
             kwargs["dtype"] = resolve_dtype(dtype)
-        model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
+        with quiet_loading():
+            model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
     except OSError as exc:
         raise OSError(
             f"cannot load model {name_or_path!r}: {exc}\n(no network here: use a local folder, "
@@ -224,6 +228,37 @@ def load_model(
     model.to(device)
     model.eval()
     return model, tokenizer
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """transformers' per-tensor bars ("Loading weights", "Writing model shards", "Converting and de-quantizing GGUF
+    tensors") off while inside.
+
+    Our commands print one line per stage; a model load's per-tensor bars are noise in logs. The GGUF loader
+    calls ``tqdm`` directly (not transformers' switchable one), so its module's ``tqdm`` is swapped for a
+    disabled one for the duration.
+    """
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    gguf_utils = sys.modules.get("transformers.modeling_gguf_pytorch_utils")
+    if gguf_utils is None:
+        try:
+            import transformers.modeling_gguf_pytorch_utils as gguf_utils
+        except ImportError:  # a transformers without GGUF support: nothing to silence
+            gguf_utils = None
+    bar = getattr(gguf_utils, "tqdm", None)
+    if bar is not None:
+        gguf_utils.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        if bar is not None:
+            gguf_utils.tqdm = bar
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _gguf_folder() -> Path:
@@ -256,15 +291,18 @@ def smollm2_checkpoint(dest: str | Path | None = None) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = _gguf_folder()
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
+    print(f"converting the SmolLM2 GGUF into {out} (once)", file=sys.stderr, flush=True)
+    with quiet_loading():
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
     # The GGUF loader marks the model as quantised; it is dequantised fp32 now, so drop the marks to save it.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tmp = out.with_name(out.name + ".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(tmp)
+    with quiet_loading():  # transformers' "Writing model shards" bar too
+        model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     if out.exists():
         import shutil
