@@ -30,6 +30,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
         "agentgym.models.serve:main",
         "OpenAI-compatible server: `agentgym serve --model ID [--engine hf|vllm]`",
     ),
+    "openenv": ("agentgym.integrations.openenv:main", "serve an env to the OpenEnv spec: `agentgym openenv serve ID`"),
 }
 
 
