@@ -129,7 +129,30 @@ def make_app(env_id: str, *, max_sessions: int = 8, idle_timeout_s: float = 600.
         return AgentgymEnvironment(env_id, **make_kwargs)
 
     config = ConcurrencyConfig(max_concurrent_envs=max_sessions, session_timeout=idle_timeout_s)
-    return create_fastapi_app(factory, TextAction, TextObservation, concurrency_config=config)
+    app = create_fastapi_app(factory, TextAction, TextObservation, concurrency_config=config)
+    app.add_middleware(_QuietClientDisconnect)
+    return app
+
+
+class _QuietClientDisconnect:
+    """ASGI middleware: a WebSocket whose client already left is not a server error.
+
+    OpenEnv 0.3's session handler closes the socket after the client's own close; under uvicorn's WebSocket
+    implementation that raises ``WebSocketDisconnect``, logged as a traceback on every normal client exit.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") != "websocket":
+            return await self.app(scope, receive, send)
+        from starlette.websockets import WebSocketDisconnect
+
+        try:
+            await self.app(scope, receive, send)
+        except WebSocketDisconnect:
+            pass
 
 
 def serve(

@@ -52,8 +52,10 @@ class AgentgymTRLEnv:
 def _tool_method(tool: Tool):
     """A method ``name(self, <arg>: str) -> str`` with the Google docstring TRL/transformers read as the schema."""
 
-    def method(self: AgentgymTRLEnv, **kwargs: Any) -> str:
-        # keyword-only catch-all: a model's wrong argument names reach the env as an invalid tool call, not a crash
+    def method(self: AgentgymTRLEnv, *args: Any, **kwargs: Any) -> str:
+        # catch-all: a model's wrong or extra arguments reach the env as an invalid tool call, not a crash
+        if args:
+            kwargs = {tool.arg: args[0], **kwargs} if len(args) == 1 else {"positional": list(args)}
         return self._tool_env.call(tool.name, kwargs)
 
     choices = f" (choices: {json.dumps(list(tool.choices))})" if tool.choices else ""
