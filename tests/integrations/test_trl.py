@@ -54,7 +54,7 @@ def test_task_dataset_rows_reset_the_env_they_name():
 
 @pytest.fixture(scope="module")
 def tiny_tool_caller():
-    """The tiny random Qwen2 model with Qwen2.5's tool template, taught to emit ``move`` tool calls (~40 s)."""
+    """The tiny random Qwen2 model with Qwen2.5's tool template, taught to emit ``move`` tool calls (~30 s)."""
     import torch
     from trl.chat_template_utils import qwen2_5_chat_template
 
@@ -63,7 +63,7 @@ def tiny_tool_caller():
     model, tok = make_tiny_model(arch="qwen2", seed=0)
     tok.chat_template = qwen2_5_chat_template
     batch = []
-    for env_id, seed in [(e, s) for e in ENV_IDS for s in range(8)]:
+    for env_id, seed in [(e, s) for e in ENV_IDS for s in range(4)]:
         env = environment_factory(env_id)()
         row = task_dataset(env_id, seeds=[seed])[0]
         prompt = row["prompt"]
