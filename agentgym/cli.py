@@ -30,6 +30,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
         "agentgym.models.serve:main",
         "OpenAI-compatible server: `agentgym serve --model ID [--engine hf|vllm]`",
     ),
+    "openenv": ("agentgym.integrations.openenv:main", "serve an env to the OpenEnv spec: `agentgym openenv serve ID`"),
 }
 
 
@@ -222,7 +223,7 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
         suite = get_suite(args.suite)
     except KeyError as exc:
         raise SystemExit(str(exc.args[0])) from exc
-    agent = load_agent(args.agent, **_agent_kwargs(args))
+    agent = _tool_agent(args) if args.tool_calls else load_agent(args.agent, **_agent_kwargs(args))
     # Without --out the submission goes under runs/ (git-ignored), never into the current folder's top level.
     out = Path(args.out or Path("runs") / f"submission-{suite.name}-{slugify(getattr(agent, 'name', args.agent))}")
     from agentgym.data import DataNotFoundError
@@ -256,6 +257,16 @@ def _agent_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Model-agent settings of ``eval`` (AGENTS): passed to ``agentgym.agents.from_spec``; None = default."""
     keys = ("base_url", "temperature", "max_new_tokens", "history_length", "style")
     return {"seed": args.seed, **{k: getattr(args, k, None) for k in keys}}
+
+
+def _tool_agent(args: argparse.Namespace) -> Any:
+    """``eval --tool-calls``: an ``openai:MODEL`` agent that acts through the env's tools (OpenAI tool calls)."""
+    from agentgym.agents.tool_agent import OpenAIToolAgent
+
+    kind, _, model = args.agent.partition(":")
+    if kind != "openai" or not model:
+        raise SystemExit(f"--tool-calls needs --agent openai:MODEL (got {args.agent!r})")
+    return OpenAIToolAgent(model, **_agent_kwargs(args))
 
 
 def _eval_trials(args: argparse.Namespace, agent: Any, specs: list) -> int:
@@ -324,7 +335,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         args.log = str(Path(args.out) / f"{args.env.split('/')[-1]}.jsonl")
     check_env(args.env, _parse_kwargs(args.env_kwarg), args.split)
-    agent = load_agent(args.agent, **_agent_kwargs(args))
+    agent = _tool_agent(args) if args.tool_calls else load_agent(args.agent, **_agent_kwargs(args))
     if args.split:
         # A split is played in order, each task once: episode i is task (seed + i) of the split.
         specs = [
@@ -486,6 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--num-workers", type=int, default=1, help="env processes/actors for async/ray")
     sp.add_argument("--trials", type=int, default=1, help="Reflexion trials per task (reflexion agents only)")
+    sp.add_argument(
+        "--tool-calls", action="store_true", help="openai:MODEL acts through the env's tools (OpenAI tool calls)"
+    )
     sp.set_defaults(fn=cmd_eval)
 
     sp = _parser(sub, "data", "download, prepare or verify a data set; write expert trajectories (SFT data)")
