@@ -152,9 +152,13 @@ def _check_env_values(env_id: str, spec: Any, kwargs: dict[str, Any], params: An
     """Build the env once with the ``--env-kwarg`` values, so a bad value is one line naming it, not a traceback."""
     import gymnasium as gym
 
+    from agentgym.data import DataFileError
+
     def rejects(kw: dict[str, Any]) -> Exception | None:
         try:
             gym.make(env_id, **kw).close()
+        except DataFileError:  # a broken data file, not the argument: reported (naming the file) when the run starts
+            return None
         except (ValueError, TypeError) as exc:
             return exc
         except Exception:  # missing data or extra: reported, with its fix, when the run makes the env

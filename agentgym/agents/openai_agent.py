@@ -76,7 +76,7 @@ class OpenAIChat:
         api_key: str | None = None,
         max_concurrency: int = 16,
         timeout: float = 120.0,
-        max_retries: int = 6,
+        max_retries: int = 5,
         backoff_s: float = 0.5,
         max_backoff_s: float = 30.0,
     ) -> None:
@@ -109,10 +109,15 @@ class OpenAIChat:
                 what = f"HTTP {status}" if status is not None else type(exc).__name__
                 if attempt == self.max_retries:
                     url = self.base_url or os.environ.get("OPENAI_BASE_URL") or "the default OpenAI URL"
+                    resume = "then rerun the same command: finished episodes are kept in the log and resumed"
+                    if status is None:
+                        raise ModelServerError(
+                            f"cannot reach the model server at {url} ({what}, {attempt + 1} tries): start one "
+                            f"(`agentgym serve --model PATH`) or fix --base-url, {resume}"
+                        ) from exc
                     raise ModelServerError(
                         f"the model server at {url} failed {attempt + 1} times in a row (last: {what}: "
-                        f"{str(exc).splitlines()[0][:200]}); check that it is up and not overloaded, then rerun "
-                        "the same command: finished episodes are kept in the log and resumed"
+                        f"{str(exc).splitlines()[0][:200]}); check that it is up and not overloaded, {resume}"
                     ) from exc
                 bound = min(self.max_backoff_s, self.backoff_s * 2**attempt)
                 wait = self._jitter.uniform(0, bound)
