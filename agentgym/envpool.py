@@ -154,7 +154,7 @@ class EnvPool:
         self.max_restarts = int(max_restarts)
         self.restarts = 0  # workers restarted so far (reported by soak runs and tests)
         self.aborted: list[dict[str, Any]] = []  # episodes that could not be restored: slot, seed, options, reason
-        # per slot: [seed, options, actions since reset, digest of the last observation] for replay after a crash
+        # per slot: [seed, options, actions since reset, digest of the last observation, task id] for replay
         self._trace: dict[int, list[Any]] = {}
         self._abort_reason: dict[int, str] = {}
         self._local: EnvWorker | None = None
@@ -250,7 +250,7 @@ class EnvPool:
         reqs = [(s, self._trace[s][0], self._trace[s][1], list(self._trace[s][2])) for s in live]
         digests = self._one(w, "replay", reqs)  # a death here is handled by the caller like any other
         for s, got in zip(live, digests):
-            seed, options, actions, want = self._trace[s]
+            seed, options, actions, want, _ = self._trace[s]
             if got != want:
                 reason = (
                     f"replay of seed {seed} options {options} ({len(actions)} actions) after a worker restart "
@@ -290,8 +290,8 @@ class EnvPool:
     def _note(self, cmd: str, reqs: list[Any], results: list[Any]) -> None:
         """Keep what a restarted worker must replay: each slot's reset and the actions stepped since."""
         if cmd == "reset":
-            for (s, seed, opt), (obs, _) in zip(reqs, results):
-                self._trace[s] = [seed, opt, [], _digest(obs)]
+            for (s, seed, opt), (obs, info) in zip(reqs, results):
+                self._trace[s] = [seed, opt, [], _digest(obs), (info or {}).get("task_id")]
                 self._abort_reason.pop(s, None)
         elif cmd == "step":
             for (s, action), r in zip(reqs, results):
@@ -302,8 +302,10 @@ class EnvPool:
 
     def _describe(self, cmd: str, req: Any) -> str:
         slot = int(req[0]) if isinstance(req, tuple) else int(req)
-        seed, options = (req[1], req[2]) if cmd == "reset" else tuple(self._trace.get(slot, [None, None])[:2])
+        trace = self._trace.get(slot, [None, None, None, None, None])
+        seed, options = (req[1], req[2]) if cmd == "reset" else (trace[0], trace[1])
         task = (options or {}).get("task_id") if isinstance(options, dict) else None
+        task = task or (trace[4] if cmd != "reset" else None)
         what = f"{cmd} of task seed={seed} options={options}" + (f" task_id={task}" if task else "")
         return what + (f" action {req[1]!r}" if cmd == "step" else "")
 

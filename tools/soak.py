@@ -81,6 +81,7 @@ def pool_soak(
     from agentgym.records import seed_specs
 
     agent = RandomAgent(seed=seed)
+    chunk = min(chunk, warmup)  # the same chunk size before and after the warm-up reading: the same peak
     t0 = time.perf_counter()
     played, turns, warm = 0, 0, None
     with EnvPool(env_id, batch_size, backend="async", num_workers=num_workers) as pool:
