@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -170,6 +171,36 @@ def cpu_has_native_bf16() -> bool:
     return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
+def _check_hub_reachable(repo_id: str, revision: str | None) -> None:
+    """Fail in a second, not after half a minute of hub retries, when a hub model is neither cached nor reachable."""
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or any(
+        os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+    ):
+        return  # offline mode fails fast by itself; behind a proxy a direct probe proves nothing
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(repo_id, "config.json", revision=revision), str):
+            return
+    except Exception:  # not a valid repo id for the cache: let from_pretrained say what is wrong
+        return
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        err = OSError(
+            f"cannot load model {repo_id!r}: it is not in the HF cache and {host} cannot be reached ({exc}); "
+            f"download it where there is internet (`huggingface-cli download {repo_id}`) and copy the cache, "
+            "or pass --model a local folder (`smollm2` is the offline SmolLM2-135M)"
+        )
+        err.user_error = True  # type: ignore[attr-defined]  # the CLI prints it as one line
+        raise err from exc
+
+
 def load_model(
     name_or_path: str | Path,
     *,
@@ -207,6 +238,8 @@ def load_model(
     if not path.exists() and (str(name_or_path).startswith((".", "/", "~")) or str(name_or_path).count("/") > 1):
         raise FileNotFoundError(f"no checkpoint folder at {name_or_path}: pass an existing folder or an HF id")
     hub_rev = {"revision": revision} if revision is not None and not path.exists() else {}
+    if not path.exists():
+        _check_hub_reachable(str(name_or_path), revision)
     try:
         tokenizer = AutoTokenizer.from_pretrained(src, **hub_rev)
         kwargs: dict[str, Any] = dict(hub_rev)
@@ -215,10 +248,12 @@ def load_model(
         with quiet_loading():
             model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
     except OSError as exc:
-        raise OSError(
+        err = OSError(
             f"cannot load model {name_or_path!r}: {exc}\n(no network here: use a local folder, "
             "`agentgym.models.loading.smollm2_checkpoint()` or a model already in the HF cache)"
-        ) from exc
+        )
+        err.user_error = True  # type: ignore[attr-defined]  # the CLI prints it as one line
+        raise err from exc
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     if model.generation_config.pad_token_id is None:
