@@ -36,7 +36,8 @@ import torch
 from agentgym.rl.batch import TurnBatch, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
-from agentgym.rl.losses import clipped_value_loss, policy_loss
+from agentgym.rl.losses import clipped_value_loss, loss_normalizer, policy_loss
+from agentgym.rl.rewards import turn_penalties
 from agentgym.rl.trainer import Trainer
 
 
@@ -56,6 +57,8 @@ class Args(BaseArgs):
     """value clipping range around the old values (verl ``cliprange_value``: 0.5)"""
     vf_coef: float = 1.0
     """value-loss weight (the critic has its own optimizer, so this only scales its gradients)"""
+    value_loss_factor: float = 0.5
+    """the value loss is ``factor x max(squared errors)``: 0.5 in verl-agent f974dc5, 1.0 in d0b9724 / verl 0.9.1"""
     gae: str = "row"
     """``row``: per-turn GAE with the episode reward on each turn (verl-agent); ``episode``: GAE over the episode's
     concatenated turns with each turn's own reward"""
@@ -100,8 +103,9 @@ def row_scores(meta: list[dict], rows: list[int], invalid_penalty: float) -> lis
     The episode reward is the sum of the turns' shaped rewards with their invalid penalties added back
     (10 x success on ALFWorld/WebShop), so each penalty counts on its own turn only.
     """
-    episode = sum(meta[i]["reward"] + invalid_penalty * (not meta[i]["valid"]) for i in rows)
-    return [episode - invalid_penalty * (not meta[i]["valid"]) for i in rows]
+    pen = turn_penalties([meta[i] for i in rows], invalid_penalty)
+    episode = sum(meta[i]["reward"] + p for i, p in zip(rows, pen))
+    return [episode - p for p in pen]
 
 
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
@@ -150,8 +154,16 @@ def ppo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
     """Actor loss (PPO-clip, KL, entropy) + vf_coef * clipped value loss (token means)."""
     loss, stats = policy_loss(trainer, mb, n_tokens, n_rows)
     values = trainer.critic_values(mb)  # (B, T)
+    a = trainer.args
     v_loss, v_clipfrac = clipped_value_loss(
-        values, mb["values"], mb["returns"], mb["completion_mask"], clip=trainer.args.value_clip, normalizer=n_tokens
+        values,
+        mb["values"],
+        mb["returns"],
+        mb["completion_mask"],
+        clip=a.value_clip,
+        normalizer=loss_normalizer(a, n_tokens, n_rows),
+        factor=a.value_loss_factor,
+        loss_agg_mode=a.loss_agg_mode,
     )
     stats["losses/value_loss"] = v_loss.detach() * n_tokens / max(float(mb["completion_mask"].sum()), 1.0)
     stats["losses/value_clipfrac"] = v_clipfrac

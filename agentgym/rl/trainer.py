@@ -58,7 +58,7 @@ from agentgym.rl.engine import ENGINES, apply_lora, build_vllm_generator, push_w
 from agentgym.rl.logprobs import forward_completion
 from agentgym.rl.losses import episode_returns
 from agentgym.rl.metrics import MetricsLogger, plot_learning_curve
-from agentgym.rl.rewards import turn_rewards
+from agentgym.rl.rewards import penalised, turn_rewards
 from agentgym.rl.runinfo import RunInfo
 
 AdvantageFn = Callable[["Trainer", TurnBatch], dict[str, float] | None]
@@ -393,7 +393,13 @@ class Trainer:
     def make_batch(self, rb: Any) -> TurnBatch:
         """Training rows of a rollout: one per turn, with shaped rewards in ``meta``."""
         a = self.args
-        rewards = turn_rewards(rb.turns, a.env_id, invalid_penalty=a.invalid_penalty, success_scale=a.success_reward)
+        rewards = turn_rewards(
+            rb.turns,
+            a.env_id,
+            invalid_penalty=a.invalid_penalty,
+            success_scale=a.success_reward,
+            penalty_on=a.invalid_penalty_on,
+        )
         meta = [
             {
                 "group": t.group,
@@ -405,6 +411,7 @@ class Trainer:
                 "terminated": t.terminated,
                 "truncated": t.truncated,
                 "valid": bool(t.format_valid and t.is_action_valid),
+                "penalty": a.invalid_penalty * penalised(t, a.invalid_penalty_on),
                 "observation": t.observation,
             }
             for t, r in zip(rb.turns, rewards)
@@ -519,6 +526,8 @@ class Trainer:
         a = self.args
         B = len(batch)
         mini_batch_size = a.mini_batch_size if mini_batch_size is None else mini_batch_size  # a stage's own size
+        if a.loss_norm not in ("mini-batch", "micro-batch"):
+            raise ValueError(f"unknown loss_norm {a.loss_norm!r}: use mini-batch (ours) or micro-batch (verl-agent)")
         mini = mini_batch_size if mini_batch_size > 0 else B
         micro = max(1, a.micro_batch_size)
         g = torch.Generator().manual_seed(a.seed * 1_000_003 + iteration)
@@ -547,6 +556,9 @@ class Trainer:
                     sub = rows[m * micro : (m + 1) * micro]
                     dummy = not (real and sub)
                     mb = batch.select(sub or rows[:1]).to(self.device)
+                    if a.loss_norm == "micro-batch":  # verl-agent: each micro-batch's own mean / accumulation steps
+                        n_tokens = float(mb["completion_mask"].sum().clamp(min=1.0)) * n_micro
+                        n_rows = float(len(sub or rows[:1])) * n_micro
                     loss, stats = loss_fn(self, mb, n_tokens, n_rows)
                     if dummy:
                         loss = loss * 0.0
