@@ -58,7 +58,7 @@ class Args(BaseArgs):
     vf_coef: float = 1.0
     """value-loss weight (the critic has its own optimizer, so this only scales its gradients)"""
     value_loss_factor: float = 0.5
-    """the value loss is ``factor x max(squared errors)``: 0.5 in verl-agent f974dc5, 1.0 in d0b9724 / verl 0.9.1"""
+    """the value loss is ``factor x max(squared errors)``: 0.5 in verl-agent f974dc5 and verl 0.9.1, 1.0 in d0b9724"""
     gae: str = "row"
     """``row``: per-turn GAE with the episode reward on each turn (verl-agent); ``episode``: GAE over the episode's
     concatenated turns with each turn's own reward"""

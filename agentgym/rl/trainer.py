@@ -16,7 +16,7 @@ One iteration (verl-agent's order):
    (and whatever targets its loss needs) from the per-turn shaped rewards in ``batch.meta``.
 4. **update** -- ``update_epochs`` passes over shuffled mini-batches; each mini-batch is split into
    micro-batches whose gradients accumulate, normalised so the loss is the token mean over the whole
-   mini-batch; grads are averaged across ranks, clipped, and AdamW steps (policy and, for PPO, critic).
+   mini-batch (``loss_norm="micro-batch"``: verl-agent's mean per micro-batch over the accumulation steps); grads are averaged across ranks, clipped, and AdamW steps (policy and, for PPO, critic).
 5. **log / checkpoint** -- shared metric keys to TensorBoard/wandb/metrics.jsonl; an atomic checkpoint
    every ``save_every`` iterations. ``--resume`` restores weights, optimizers, RNGs and the task-order
    generator, so a resumed run is identical to an uninterrupted one.
@@ -56,7 +56,7 @@ from agentgym.rl.distributed import (
 )
 from agentgym.rl.engine import ENGINES, apply_lora, build_vllm_generator, push_weights
 from agentgym.rl.logprobs import forward_completion
-from agentgym.rl.losses import episode_returns
+from agentgym.rl.losses import episode_returns, loss_counts
 from agentgym.rl.metrics import MetricsLogger, plot_learning_curve
 from agentgym.rl.rewards import penalised, turn_rewards
 from agentgym.rl.runinfo import RunInfo
@@ -526,8 +526,6 @@ class Trainer:
         a = self.args
         B = len(batch)
         mini_batch_size = a.mini_batch_size if mini_batch_size is None else mini_batch_size  # a stage's own size
-        if a.loss_norm not in ("mini-batch", "micro-batch"):
-            raise ValueError(f"unknown loss_norm {a.loss_norm!r}: use mini-batch (ours) or micro-batch (verl-agent)")
         mini = mini_batch_size if mini_batch_size > 0 else B
         micro = max(1, a.micro_batch_size)
         g = torch.Generator().manual_seed(a.seed * 1_000_003 + iteration)
@@ -545,8 +543,7 @@ class Trainer:
                 rows = perm[i * mini : (i + 1) * mini]
                 real = bool(rows)
                 rows = rows or perm[:1]
-                n_tokens = float(batch["completion_mask"][rows].sum().clamp(min=1.0))
-                n_rows = float(len(rows))
+                mini_mask = batch["completion_mask"][rows]
                 for _, opt in self._optimizers():
                     opt.zero_grad(set_to_none=True)
                 n_micro = -(-len(rows) // micro)
@@ -556,9 +553,7 @@ class Trainer:
                     sub = rows[m * micro : (m + 1) * micro]
                     dummy = not (real and sub)
                     mb = batch.select(sub or rows[:1]).to(self.device)
-                    if a.loss_norm == "micro-batch":  # verl-agent: each micro-batch's own mean / accumulation steps
-                        n_tokens = float(mb["completion_mask"].sum().clamp(min=1.0)) * n_micro
-                        n_rows = float(len(sub or rows[:1])) * n_micro
+                    n_tokens, n_rows = loss_counts(mini_mask, mb["completion_mask"], n_micro, a.loss_norm)
                     loss, stats = loss_fn(self, mb, n_tokens, n_rows)
                     if dummy:
                         loss = loss * 0.0

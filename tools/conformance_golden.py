@@ -1,0 +1,277 @@
+"""Golden values for the conformance suite, computed by running verl-agent's own code on canned batches.
+
+The canned batch (:func:`canned_batch`) holds the cases where implementations part ways: a group with mixed
+rewards and repeated anchor states, a group whose rewards are all equal with only format-penalty failures, a
+one-episode group, a one-row group, and padded responses of different lengths. This script runs the reference
+functions of a verl-agent source tree on it and writes one JSON fixture (format: docs/conformance.md)::
+
+    git -C verl-agent archive d0b9724 verl gigpo | tar -x -C /tmp/va      # any checkout of the commit
+    python tools/conformance_golden.py --checkout /tmp/va --commit d0b9724 --out tests/conformance/fixtures
+
+Nothing of verl-agent is imported by the tests: they read the fixture. The reference modules are loaded from
+the checkout with an empty ``verl`` package in front of them, so its ``__init__`` (ray, pandas) never runs.
+The pipeline around the reference functions (where verl-agent's trainer puts the episode reward, subtracts
+the invalid-action penalty, and divides each micro-batch's loss by the gradient-accumulation steps) is
+re-stated here from ``verl/trainer/ppo/ray_trainer.py`` and ``verl/workers/actor/dp_actor.py`` at the commit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+FORMAT = "agentgym-conformance/1"
+GAMMA = 0.95
+PENALTY = 0.1
+T = 6  # response positions (padding after each row's length)
+MICRO = 5  # rows per micro-batch in the loss cases (25 rows: 5 micro-batches, as verl needs a divisor)
+ERAS = {"f974dc5": "paper", "d0b9724": "2025-10"}
+
+
+def canned_batch() -> dict[str, Any]:
+    """The turn rows: per row its task group, episode, turn index, env reward (10 x success on the winning
+    turn), whether the output parsed (format-valid), its anchor observation and its response length."""
+    rows: list[dict[str, Any]] = []
+
+    def episode(group: int, ep: int, anchors: list[str], won: bool, bad: set[int], lengths: list[int]) -> None:
+        for t, obs in enumerate(anchors):
+            last = t == len(anchors) - 1
+            rows.append(
+                {
+                    "group": group,
+                    "episode": ep,
+                    "t": t,
+                    "env_reward": 10.0 if (won and last) else 0.0,
+                    "format_valid": t not in bad,
+                    "anchor": obs,
+                    "length": lengths[t],
+                }
+            )
+
+    # group 0: mixed outcomes, anchors "s0" and "s1" reached by several episodes
+    episode(0, 0, ["s0", "s1", "s2"], True, set(), [3, 6, 2])
+    episode(0, 1, ["s0", "s1", "s3", "s4"], False, {2}, [4, 1, 6, 5])
+    episode(0, 2, ["s0", "s5", "s1", "s2"], True, {1}, [2, 2, 3, 6])
+    episode(0, 3, ["s0", "s1", "s3"], False, {0, 2}, [5, 4, 1])
+    # group 1: every episode fails; only format penalties tell them apart
+    episode(1, 4, ["u0", "u1"], False, {1}, [6, 3])
+    episode(1, 5, ["u0", "u1", "u2"], False, set(), [2, 5, 4])
+    episode(1, 6, ["u0", "u2"], False, {0, 1}, [1, 6])
+    # group 2: a single episode (one-episode group)
+    episode(2, 7, ["v0", "v1", "v0"], True, {0}, [4, 4, 2])
+    # group 3: a single row
+    episode(3, 8, ["w0"], False, {0}, [3])
+    g = torch.Generator().manual_seed(39)
+    n = len(rows)
+    mask = torch.zeros(n, T)
+    for i, r in enumerate(rows):
+        mask[i, : r["length"]] = 1.0
+    tensors = {
+        "response_mask": mask,
+        "log_prob": -torch.rand(n, T, generator=g) * 2.0 - 0.05,
+        "entropy": torch.rand(n, T, generator=g) * 3.0,
+        "values": torch.randn(n, T, generator=g),
+        "old_values": torch.randn(n, T, generator=g),
+        "returns": torch.randn(n, T, generator=g) * 2.0,
+    }
+    # old / reference log-probs: ratios from ~0.3 to ~3.5, so both PPO clips and the dual clip are active
+    tensors["old_log_prob"] = tensors["log_prob"] + torch.randn(n, T, generator=g) * 0.6
+    tensors["ref_log_prob"] = tensors["log_prob"] + torch.randn(n, T, generator=g) * 0.5
+    tensors["advantages"] = torch.randn(n, T, generator=g) * 1.5 * mask
+    return {"rows": rows, "tensors": {k: v.tolist() for k, v in tensors.items()}}
+
+
+def load_reference(checkout: Path) -> tuple[Any, Any]:
+    """verl-agent's ``core_algos`` and ``core_gigpo`` modules from ``checkout``, without running ``verl/__init__``."""
+    sys.path.insert(0, str(checkout))
+    for name in ("verl", "verl.utils", "verl.trainer", "verl.trainer.ppo"):
+        mod = types.ModuleType(name)
+        mod.__path__ = [str(checkout / name.replace(".", "/"))]
+        sys.modules[name] = mod
+    sys.modules["verl"].DataProto = object  # only a type annotation in core_gigpo
+    import gigpo.core_gigpo as core_gigpo
+    import verl.trainer.ppo.core_algos as core_algos
+
+    return core_algos, core_gigpo
+
+
+def _tensors(batch: dict[str, Any]) -> dict[str, torch.Tensor]:
+    return {k: torch.tensor(v, dtype=torch.float32) for k, v in batch["tensors"].items()}
+
+
+def reference_advantages(core_algos: Any, core_gigpo: Any, batch: dict[str, Any], era: str) -> dict[str, Any]:
+    """GiGPO (both modes), GRPO and RLOO advantages per row as verl-agent's trainer computes them."""
+    rows = batch["rows"]
+    t = _tensors(batch)
+    mask = t["response_mask"]
+    n = len(rows)
+    invalid = np.array([0.0 if r["format_valid"] else 1.0 for r in rows], dtype=np.float32)
+    index = np.array([str(r["group"]) for r in rows], dtype=object)
+    traj = np.array([str(r["episode"]) for r in rows], dtype=object)
+    anchors = np.array([r["anchor"] for r in rows], dtype=object)
+    last = mask.sum(-1).long() - 1
+    # the episode reward on every step's last response token, then 0.1 off where the step was invalid
+    ep_reward: dict[int, float] = {}
+    for r in rows:
+        ep_reward[r["episode"]] = ep_reward.get(r["episode"], 0.0) + r["env_reward"]
+    tlr = torch.zeros_like(mask)
+    for i, r in enumerate(rows):
+        tlr[i, last[i]] = ep_reward[r["episode"]] - PENALTY * float(invalid[i])
+    # step rewards: discounted unpenalised env rewards, then 0.1 off this row's own return
+    ns = types.SimpleNamespace(
+        non_tensor_batch={
+            "rewards": np.array([r["env_reward"] for r in rows], dtype=np.float32),
+            "traj_uid": traj,
+            "active_masks": np.ones(n, dtype=bool),
+        },
+        batch={"input_ids": torch.zeros(n, 1)},
+    )
+    step_rewards = core_gigpo.compute_step_discounted_returns(ns, GAMMA) - PENALTY * torch.tensor(invalid)
+    out: dict[str, Any] = {"step_rewards": step_rewards.tolist()}
+    for mode in ("mean_std_norm", "mean_norm"):
+        kw: dict[str, Any] = {"step_advantage_w": 1.0, "mode": mode}
+        if era == "2025-10":
+            adv, _ = core_gigpo.compute_gigpo_outcome_advantage(
+                tlr.clone(), step_rewards.clone(), mask, anchors, index, traj, **kw
+            )
+        else:
+            adv, _ = core_gigpo.compute_gigpo_outcome_advantage(
+                tlr.clone(), step_rewards.clone(), mask, anchors, index, **kw
+            )
+        out[f"gigpo_{mode}"] = adv.tolist()
+    if era == "2025-10":
+        for std in (True, False):
+            adv, _ = core_algos.compute_grpo_outcome_advantage(
+                tlr.clone(), mask, index, traj, norm_adv_by_std_in_grpo=std, compute_mean_std_cross_steps=True
+            )
+            out[f"grpo_std_{std}"] = adv.tolist()
+        adv, _ = core_algos.compute_rloo_outcome_advantage(tlr.clone(), mask, index, traj)
+    else:
+        adv, _ = core_algos.compute_grpo_outcome_advantage(tlr.clone(), mask, index)
+        out["grpo_std_True"] = adv.tolist()
+        adv, _ = core_algos.compute_rloo_outcome_advantage(tlr.clone(), mask, index)
+    out["rloo"] = adv.tolist()
+    return out
+
+
+def reference_losses(core_algos: Any, batch: dict[str, Any], era: str) -> dict[str, Any]:
+    """Actor loss (PPO-clip, k3 KL 0.01, entropy 0.001) and value loss over micro-batches of :data:`MICRO` rows,
+    each micro-batch's loss divided by the accumulation steps (dp_actor.py / dp_critic.py), with gradients."""
+    t = _tensors(batch)
+    n = t["response_mask"].shape[0]
+    splits = [list(range(i, min(i + MICRO, n))) for i in range(0, n, MICRO)]
+    accum = n // MICRO  # dp_actor.py: gradient_accumulation = mini-batch // micro-batch
+    modes = ["token-mean"] if era == "paper" else ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean"]
+    out: dict[str, Any] = {}
+    for mode in modes:
+        logp = t["log_prob"].clone().requires_grad_(True)
+        ent = t["entropy"].clone().requires_grad_(True)
+        vpred = t["values"].clone().requires_grad_(True)
+        total = torch.zeros(())
+        vtotal = torch.zeros(())
+        for rows in splits:
+            m = t["response_mask"][rows]
+            if era == "paper":
+                pg, _, _ = core_algos.compute_policy_loss(
+                    t["old_log_prob"][rows], logp[rows], t["advantages"][rows], m, cliprange=0.2
+                )
+                ent_l = core_algos.verl_F.masked_mean(ent[rows], m)
+                kl = core_algos.verl_F.masked_mean(
+                    core_algos.kl_penalty(logp[rows], t["ref_log_prob"][rows], "low_var_kl"), m
+                )
+            else:
+                pg, _, _, _ = core_algos.compute_policy_loss(
+                    t["old_log_prob"][rows],
+                    logp[rows],
+                    t["advantages"][rows],
+                    m,
+                    cliprange=0.2,
+                    clip_ratio_c=3.0,
+                    loss_agg_mode=mode,
+                )
+                ent_l = core_algos.agg_loss(ent[rows], m, mode)
+                kl = core_algos.agg_loss(
+                    core_algos.kl_penalty(logp[rows], t["ref_log_prob"][rows], "low_var_kl"), m, mode
+                )
+            loss = (pg - 0.001 * ent_l + 0.01 * kl) / accum
+            loss.backward()
+            total = total + loss.detach()
+            v_args = (vpred[rows], t["returns"][rows], t["old_values"][rows], m, 0.5)
+            vf = (
+                core_algos.compute_value_loss(*v_args)
+                if era == "paper"
+                else core_algos.compute_value_loss(*v_args, mode)
+            )
+            vf = vf[0] / accum
+            vf.backward()
+            vtotal = vtotal + vf.detach()
+        out[mode] = {
+            "actor_loss": float(total),
+            "grad_log_prob": logp.grad.tolist(),
+            "grad_entropy": ent.grad.tolist(),
+            "value_loss": float(vtotal),
+            "grad_values": vpred.grad.tolist(),
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--checkout", type=Path, required=True, help="a verl-agent source tree (verl/ and gigpo/)")
+    p.add_argument("--commit", required=True, help="the commit the checkout is (short or full hash)")
+    p.add_argument("--out", type=Path, default=Path("tests/conformance/fixtures"))
+    a = p.parse_args(argv)
+    short = a.commit[:7]
+    if short not in ERAS:
+        raise SystemExit(f"unknown verl-agent commit {a.commit!r}: the pinned ones are {', '.join(ERAS)}")
+    if not (a.checkout / "gigpo" / "core_gigpo.py").exists():
+        raise SystemExit(f"{a.checkout} has no gigpo/core_gigpo.py: pass a verl-agent source tree")
+    core_algos, core_gigpo = load_reference(a.checkout)
+    batch = canned_batch()
+    era = ERAS[short]
+    fixture = {
+        "format": FORMAT,
+        "reference": {
+            "repo": "langfengQ/verl-agent",
+            "commit": short,
+            "functions": [
+                "gigpo/core_gigpo.py: compute_step_discounted_returns, compute_gigpo_outcome_advantage",
+                "verl/trainer/ppo/core_algos.py: compute_grpo_outcome_advantage, compute_rloo_outcome_advantage, "
+                "compute_policy_loss, kl_penalty(low_var_kl), compute_value_loss"
+                + (", agg_loss" if era == "2025-10" else ", verl_F.masked_mean"),
+            ],
+        },
+        "settings": {
+            "gamma": GAMMA,
+            "invalid_penalty": PENALTY,
+            "micro_batch_rows": MICRO,
+            "epsilon": 0.2,
+            "clip_ratio_c": 3.0 if era == "2025-10" else None,
+            "beta": 0.01,
+            "entropy_coef": 0.001,
+            "value_clip": 0.5,
+        },
+        "generated_by": "python tools/conformance_golden.py --checkout DIR --commit " + short,
+        "torch": torch.__version__,
+        "inputs": batch,
+        "expected": {
+            "advantages": reference_advantages(core_algos, core_gigpo, batch, era),
+            "losses": reference_losses(core_algos, batch, era),
+        },
+    }
+    a.out.mkdir(parents=True, exist_ok=True)
+    path = a.out / f"verl_agent_{short}.json"
+    path.write_text(json.dumps(fixture, indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
