@@ -36,6 +36,7 @@ import torch
 from agentgym.rl.batch import TurnBatch, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
+from agentgym.rl.distributed import DistInfo, sum_over_ranks
 from agentgym.rl.losses import clipped_value_loss, loss_normalizer, policy_loss
 from agentgym.rl.rewards import turn_penalties
 from agentgym.rl.trainer import Trainer
@@ -87,10 +88,24 @@ def token_gae(
     return adv, adv + values
 
 
-def masked_whiten(values: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """(x - mean) / std over masked entries (verl: unbiased variance); masked-out entries become 0."""
+def masked_whiten(
+    values: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8, dist: DistInfo | None = None
+) -> torch.Tensor:
+    """(x - mean) / std over masked entries (verl: unbiased variance); masked-out entries become 0.
+
+    Args:
+        dist: when given and distributed, mean and variance are taken over every rank's masked entries (verl
+            whitens the global batch on its driver); each rank gets its own entries whitened.
+    """
     m = mask.bool()
     x = values[m]
+    if dist is not None and dist.enabled:
+        n, total = sum_over_ranks([x.numel(), float(x.double().sum())], dist)
+        if n < 2:
+            return values * mask
+        mean = total / n
+        (sq,) = sum_over_ranks([float(((x.double() - mean) ** 2).sum())], dist)
+        return (values - mean) / torch.sqrt(torch.tensor(sq / (n - 1) + eps)) * mask
     if x.numel() < 2:
         return values * mask
     out = (values - x.mean()) / torch.sqrt(x.var() + eps)
@@ -138,7 +153,8 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
             adv[i, :n], returns[i, :n] = A[k : k + n], R[k : k + n]
             k += n
     batch["returns"] = returns
-    batch["advantages"] = masked_whiten(adv, mask) if a.whiten_advantages else adv
+    world = getattr(trainer, "dist", None) if getattr(a, "mini_batch_scope", "rank") == "global" else None  # verl
+    batch["advantages"] = masked_whiten(adv, mask, dist=world) if a.whiten_advantages else adv
     m = mask.bool()
     ret_var = returns[m].var() if m.sum() > 1 else torch.tensor(0.0)
     explained = 1.0 - float((returns[m] - values[m]).var() / ret_var) if float(ret_var) > 0 else 0.0

@@ -127,6 +127,10 @@ class Args:
     """passes over each iteration's rows"""
     mini_batch_size: int = 0
     """rows per optimizer step; 0: the whole iteration in one step"""
+    mini_batch_scope: str = "rank"
+    """what ``mini_batch_size`` counts under torchrun: ``rank`` (ours: rows per rank, W x as many per step) or
+    ``global`` (verl: rows over all ranks, each takes its 1/W share; with ``loss_norm="mini-batch"`` the loss is
+    divided by the global token count, and PPO whitens advantages over all ranks' tokens)"""
     micro_batch_size: int = 8
     """rows per forward/backward (gradient accumulation inside a mini-batch)"""
     loss_agg_mode: str = "token-mean"

@@ -53,6 +53,7 @@ from agentgym.rl.distributed import (
     max_over_ranks,
     reshard_for_training,
     shard_model,
+    sum_over_ranks,
 )
 from agentgym.rl.engine import ENGINES, apply_lora, build_vllm_generator, push_weights
 from agentgym.rl.logprobs import forward_completion
@@ -527,6 +528,12 @@ class Trainer:
         B = len(batch)
         mini_batch_size = a.mini_batch_size if mini_batch_size is None else mini_batch_size  # a stage's own size
         mini = mini_batch_size if mini_batch_size > 0 else B
+        scope = getattr(a, "mini_batch_scope", "rank")
+        if scope not in ("rank", "global"):
+            raise ValueError(f"unknown mini_batch_scope {scope!r}: use rank (ours) or global (verl)")
+        global_scope = scope == "global" and self.dist.enabled
+        if global_scope and mini_batch_size > 0:  # verl: the global mini-batch, split evenly over the ranks
+            mini = max(1, -(-mini_batch_size // self.dist.world_size))
         micro = max(1, a.micro_batch_size)
         g = torch.Generator().manual_seed(a.seed * 1_000_003 + iteration)
         totals: dict[str, float] = {}
@@ -544,6 +551,12 @@ class Trainer:
                 real = bool(rows)
                 rows = rows or perm[:1]
                 mini_mask = batch["completion_mask"][rows]
+                world_counts = None
+                if global_scope and a.loss_norm == "mini-batch":  # verl 0.9.1: global counts (x W: ranks average)
+                    own = [float(mini_mask.sum()), float(len(rows))] if real else [0.0, 0.0]
+                    tokens, n_rows_all = sum_over_ranks(own, self.dist)
+                    w = self.dist.world_size
+                    world_counts = (max(tokens, 1.0) / w, max(n_rows_all, 1.0) / w)
                 for _, opt in self._optimizers():
                     opt.zero_grad(set_to_none=True)
                 n_micro = -(-len(rows) // micro)
@@ -553,7 +566,9 @@ class Trainer:
                     sub = rows[m * micro : (m + 1) * micro]
                     dummy = not (real and sub)
                     mb = batch.select(sub or rows[:1]).to(self.device)
-                    n_tokens, n_rows = loss_counts(mini_mask, mb["completion_mask"], n_micro, a.loss_norm)
+                    n_tokens, n_rows = world_counts or loss_counts(
+                        mini_mask, mb["completion_mask"], n_micro, a.loss_norm
+                    )
                     loss, stats = loss_fn(self, mb, n_tokens, n_rows)
                     if dummy:
                         loss = loss * 0.0

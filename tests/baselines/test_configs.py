@@ -125,6 +125,10 @@ def test_table_settings_are_pinned_to_their_cited_values(path):
     assert args.invalid_penalty_on == "format" and "projection.py" in src["invalid_penalty_on"].source
     assert args.loss_norm == "micro-batch" and "gradient_accumulation" in src["loss_norm"].source
     assert args.loss_agg_mode == "token-mean"
+    assert args.mini_batch_scope == "global" and "fsdp_workers.py" in src["mini_batch_scope"].source
+    if path.stem.startswith(("gigpo", "grpo", "rloo")):
+        assert args.micro_batch_size == (32 if "alfworld" in path.stem else 8)
+        assert "ppo_micro_batch_size_per_gpu" in src["micro_batch_size"].source
     if path.stem.startswith("gigpo"):
         assert args.step_return == "verl-agent" and "compute_step_discounted_returns" in src["step_return"].source
     if path.stem.startswith(("grpo", "rloo", "gigpo")):  # verl-agent per-row scores and statistics
@@ -162,8 +166,10 @@ def test_ppo_settings_cite_verl_agent(path):
     assert args.whiten_advantages and "masked_whiten" in src["whiten_advantages"].source
     assert args.vf_coef == 1.0 and src["vf_coef"].kind == "script"
     assert args.value_loss_factor == 0.5 and "compute_value_loss" in src["value_loss_factor"].source
-    for key in ("micro_batch_size", "save_every", "distributed"):
+    for key in ("save_every", "distributed"):
         assert src[key].kind == "run", key
+    # under verl-agent's per-micro-batch loss mean the micro-batch size sets each token's weight
+    assert args.micro_batch_size == (16 if env == "alfworld" else 8) and src["micro_batch_size"].kind == "script"
 
 
 @pytest.mark.parametrize("path", [p for p in TABLE if p.stem.startswith("sapo")], ids=lambda p: p.stem)
