@@ -7,6 +7,13 @@ functions of a verl-agent source tree on it and writes one JSON fixture (format:
 
     git -C verl-agent archive d0b9724 verl gigpo | tar -x -C /tmp/va      # any checkout of the commit
     python tools/conformance_golden.py --checkout /tmp/va --commit d0b9724 --out tests/conformance/fixtures
+    git -C experiential_rl archive 20cd646 verl/verl | tar -x -C /tmp/erl
+    python tools/conformance_golden.py --repo experiential_rl --checkout /tmp/erl --commit 20cd646
+
+For microsoft/experiential_rl (ERL's code) the fixture holds the consolidation term: the authors distil rewarded
+second attempts with verl's ``raft`` advantage (the outcome reward clamped at 0) through their vendored verl's
+PPO loss (``loss_agg_mode=seq-mean-token-sum``, their scripts' setting); those functions are run on their own
+(read out of the file by name, so the rest of their verl is never imported).
 
 Nothing of verl-agent is imported by the tests: they read the fixture. The reference modules are loaded from
 the checkout with an empty ``verl`` package in front of them, so its ``__init__`` (ray, pandas) never runs.
@@ -27,6 +34,9 @@ from typing import Any
 import numpy as np
 import torch
 
+ROOT = Path(__file__).resolve().parents[1]
+# the references' torch_functional imports tensordict: make setup installs it with verl in .verl-ref/
+sys.path.append(str(ROOT / ".verl-ref"))
 FORMAT = "agentgym-conformance/1"
 GAMMA = 0.95
 PENALTY = 0.1
@@ -222,13 +232,82 @@ def reference_losses(core_algos: Any, batch: dict[str, Any], era: str) -> dict[s
     return out
 
 
+ERL_COMMITS = ("20cd646",)
+
+
+def load_functions(path: Path, names: list[str], namespace: dict[str, Any]) -> dict[str, Any]:
+    """The top-level functions ``names`` of the Python file ``path``, defined in ``namespace`` (decorators dropped)."""
+    import ast
+
+    tree = ast.parse(path.read_text())
+    found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in names]
+    missing = set(names) - {n.name for n in found}
+    if missing:
+        raise SystemExit(f"{path} has no function(s) {sorted(missing)}")
+    for node in found:
+        node.decorator_list = []
+    exec(compile(ast.Module(body=found, type_ignores=[]), str(path), "exec"), namespace)
+    return {n: namespace[n] for n in names}
+
+
+def erl_batch() -> dict[str, Any]:
+    """Distillation rows: second-attempt returns (successes, a failure, HotpotQA-style partial F1, a penalised
+    failure) with padded responses and log-probs."""
+    returns = [1.0, 0.0, 0.4, -0.1, 1.0, 0.75]
+    lengths = [3, 6, 1, 4, 5, 2]
+    g = torch.Generator().manual_seed(2602)
+    mask = torch.zeros(len(returns), T)
+    for i, n in enumerate(lengths):
+        mask[i, :n] = 1.0
+    logp = -torch.rand(len(returns), T, generator=g) * 2.0 - 0.05
+    return {"second_return": returns, "tensors": {"response_mask": mask.tolist(), "log_prob": logp.tolist()}}
+
+
+def reference_erl(checkout: Path, batch: dict[str, Any]) -> dict[str, Any]:
+    """RAFT advantages of the distilled rows and the gradient of their PPO loss at ratio 1 (old = new log-probs)."""
+    root = checkout / "verl"
+    for name in ("verl", "verl.utils"):
+        mod = types.ModuleType(name)
+        mod.__path__ = [str(root / name.replace(".", "/"))]
+        sys.modules[name] = mod
+    import verl.utils.torch_functional as verl_f
+
+    class _Config(dict):
+        __getattr__ = dict.get
+
+    ns: dict[str, Any] = {"torch": torch, "np": np, "Optional": None, "Any": Any, "verl_F": verl_f}
+    ns.update(DictConfig=_Config, AlgoConfig=type("AlgoConfig", (), {}))
+    ns["Optional"] = __import__("typing").Optional
+    fns = load_functions(
+        root / "verl" / "trainer" / "ppo" / "core_algos.py",
+        ["compute_raft_outcome_advantage", "agg_loss", "compute_policy_loss_vanilla"],
+        ns,
+    )
+    t = _tensors(batch)
+    mask = t["response_mask"]
+    tlr = torch.zeros_like(mask)
+    for i, n in enumerate(mask.sum(-1).long().tolist()):
+        tlr[i, n - 1] = batch["second_return"][i]
+    adv, _ = fns["compute_raft_outcome_advantage"](tlr, mask)
+    logp = t["log_prob"].clone().requires_grad_(True)
+    cfg = _Config(clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.2, clip_ratio_c=3.0)
+    loss, _ = fns["compute_policy_loss_vanilla"](
+        t["log_prob"].clone(), logp, adv, mask, loss_agg_mode="seq-mean-token-sum", config=cfg
+    )
+    loss.backward()
+    return {"raft_advantages": adv.tolist(), "distill_loss": float(loss.detach()), "grad_log_prob": logp.grad.tolist()}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--checkout", type=Path, required=True, help="a verl-agent source tree (verl/ and gigpo/)")
+    p.add_argument("--repo", choices=("verl-agent", "experiential_rl"), default="verl-agent")
+    p.add_argument("--checkout", type=Path, required=True, help="the reference's source tree at --commit")
     p.add_argument("--commit", required=True, help="the commit the checkout is (short or full hash)")
     p.add_argument("--out", type=Path, default=Path("tests/conformance/fixtures"))
     a = p.parse_args(argv)
     short = a.commit[:7]
+    if a.repo == "experiential_rl":
+        return write_erl(a.checkout, short, a.out)
     if short not in ERAS:
         raise SystemExit(f"unknown verl-agent commit {a.commit!r}: the pinned ones are {', '.join(ERAS)}")
     if not (a.checkout / "gigpo" / "core_gigpo.py").exists():
@@ -268,6 +347,36 @@ def main(argv: list[str] | None = None) -> int:
     }
     a.out.mkdir(parents=True, exist_ok=True)
     path = a.out / f"verl_agent_{short}.json"
+    path.write_text(json.dumps(fixture, indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
+def write_erl(checkout: Path, short: str, out: Path) -> int:
+    if short not in ERL_COMMITS:
+        raise SystemExit(f"unknown experiential_rl commit {short!r}: the pinned one is {', '.join(ERL_COMMITS)}")
+    if not (checkout / "verl" / "verl" / "trainer" / "ppo" / "core_algos.py").exists():
+        raise SystemExit(f"{checkout} has no verl/verl/trainer/ppo/core_algos.py: pass an experiential_rl tree")
+    batch = erl_batch()
+    fixture = {
+        "format": FORMAT,
+        "reference": {
+            "repo": "microsoft/experiential_rl",
+            "commit": short,
+            "functions": [
+                "verl/verl/trainer/ppo/core_algos.py: compute_raft_outcome_advantage, compute_policy_loss_vanilla "
+                "(loss_agg_mode seq-mean-token-sum, at ratio 1), agg_loss",
+                "examples/erl_*/erl_*_flow.py: distilled second attempts tagged with the raft advantage estimator",
+            ],
+        },
+        "settings": {"loss_agg_mode": "seq-mean-token-sum", "epsilon": 0.2, "clip_ratio_c": 3.0},
+        "generated_by": f"python tools/conformance_golden.py --repo experiential_rl --checkout DIR --commit {short}",
+        "torch": torch.__version__,
+        "inputs": batch,
+        "expected": reference_erl(checkout, batch),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"experiential_rl_{short}.json"
     path.write_text(json.dumps(fixture, indent=1) + "\n")
     print(f"wrote {path}")
     return 0

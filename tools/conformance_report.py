@@ -28,6 +28,7 @@ on the same batch, forward and gradient. The default test run checks it (`tests/
   the paper; the GiGPO, GRPO, RLOO and PPO table configs follow it) and `d0b9724` (2025-10; the SAPO configs
   follow it). Its functions were run on the canned batch by `tools/conformance_golden.py` and their outputs
   committed as fixtures; no verl-agent code is in this repository.
+* **microsoft/experiential_rl** (ERL's code) at `20cd646`: the consolidation term, the same way;
 * the **verl** package itself (0.9.1, installed by `make setup` without its dependencies: it needs an older
   transformers than ours, and its `core_algos` imports only torch, numpy, tensordict and omegaconf).
 
@@ -50,13 +51,28 @@ FOOTER = """
 | `loss_agg_mode` | `token-mean` (verl-agent's default) | also `seq-mean-token-sum`, `seq-mean-token-mean` | - |
 | `clip_ratio_c` | `null` in f974dc5 configs, 3.0 in d0b9724 configs | 3.0 or null | tokens with A < 0 and ratio > 3 |
 | `value_loss_factor` (PPO) | 0.5 (f974dc5, verl 0.9.1); d0b9724 uses 1.0 | 0.5 | the whole critic gradient (x2) |
+| `mini_batch_scope` | `global`: `mini_batch_size` rows over all GPUs; PPO whitens over every rank's tokens | `rank`: per GPU | W GPUs take W x the rows per step; whitening statistics |
+| `consolidation_weight` (ERL) | `raft`: max(r2, 0) (the authors' code) | `indicator`: 1(r2 > 0) (the paper) | partial returns (HotpotQA F1) only |
 
-The tests show each option differing from the reference exactly where the last column says.
+The tests show each option differing from the reference exactly where the last column says (the global scope
+with two CPU processes over gloo: `tests/conformance/test_global_batch.py`).
 
-Not covered yet: multi-GPU semantics. verl's `ppo_mini_batch_size` is global and PPO's advantage whitening runs
-over the global batch; ours is per rank (W GPUs take `W x mini_batch_size` rows per optimizer step, and each
-rank whitens its own rows). The micro-batch size is a protocol setting under `loss_norm: micro-batch`:
-verl-agent's scripts use 32 rows per GPU, the table configs 16 (memory), so their per-token weights differ.
+Under `loss_norm: micro-batch` the micro-batch size sets each token's weight, so the table configs use
+verl-agent's per-GPU value (32 rows on ALFWorld, 8 on WebShop; PPO 16 / 8): with the global mini-batch, the
+gradient is the mean of the micro-batch means whatever the number of GPUs. Left as it is: verl-agent's WebShop
+PPO critic uses micro-batches of 4, ours the actor's 8.
+
+## ERL (microsoft/experiential_rl)
+
+The authors' code has no separate consolidation loss: a rewarded second attempt is copied with the original
+system prompt ("distilled") and trained through their vendored verl's PPO loss with the `raft` advantage
+(the return clamped at 0), `loss_agg_mode=seq-mean-token-sum`. At ratio 1 that is our distillation NLL
+weighted by max(r2, 0): the forward values differ by design (theirs is the ratio surrogate, ours the
+log-likelihood), the gradients are equal (table above). The reflection reward is set in their flow, not in a
+function: the reflection ("updater") trajectory gets the mean second-attempt return of the tasks its rulebook
+was used for; their scripts run one task per rulebook (`ERL_*_BATCH_SIZE` default 1), so it is that second
+attempt's return, as ours. This suite found our `raft` weight ignored in the loss (the weight was used as a 0/1
+mask); fixed.
 
 ## Fixture format
 
@@ -74,7 +90,12 @@ verl-agent's scripts use 32 rows per GPU, the table configs 16 (memory), so thei
   micro-batches, each divided by the accumulation steps), `grad_log_prob`, `grad_entropy`, `value_loss`,
   `grad_values`.
 
-Regenerate from a checkout: `python tools/conformance_golden.py --checkout DIR --commit d0b9724`.
+`experiential_rl_<commit>.json`: `inputs.second_return` (one per distilled row), `inputs.tensors`
+(`response_mask`, `log_prob`); `expected.raft_advantages` `(rows, 6)`, `expected.distill_loss` and
+`expected.grad_log_prob` (their PPO loss at ratio 1, seq-mean-token-sum).
+
+Regenerate from a checkout: `python tools/conformance_golden.py --checkout DIR --commit d0b9724` (verl-agent),
+`python tools/conformance_golden.py --repo experiential_rl --checkout DIR --commit 20cd646`.
 """
 
 

@@ -333,5 +333,29 @@ def verl_checks() -> list[Check]:
     return out
 
 
+ERL_COMMIT = "20cd646"
+
+
+def erl_checks() -> list[Check]:
+    """ERL's consolidation term against microsoft/experiential_rl: the ``raft`` weight and the gradient of our
+    distillation NLL against that of their PPO loss on distilled rows at ratio 1 (seq-mean-token-sum)."""
+    from baselines.erl import consolidation_loss, consolidation_weight
+
+    fx = load_fixture(f"experiential_rl_{ERL_COMMIT}.json")
+    ref = f"experiential_rl {ERL_COMMIT}"
+    t = tensors(fx)
+    mask = t["response_mask"]
+    w = torch.tensor([consolidation_weight(r, "raft") for r in fx["inputs"]["second_return"]])
+    logp = t["log_prob"].clone().requires_grad_(True)
+    consolidation_loss(logp, mask, w, normalizer=float(mask.shape[0])).backward()
+    exp = fx["expected"]
+    return [
+        Check("ERL consolidation weight (raft)", "baselines.erl.consolidation_weight", ref,
+              max_diff(per_token(w, mask), exp["raft_advantages"])),
+        Check("ERL consolidation loss gradient (seq-mean-token-sum)", "baselines.erl.consolidation_loss", ref,
+              max_diff(logp.grad, exp["grad_log_prob"])),
+    ]  # fmt: skip
+
+
 def all_checks() -> list[Check]:
-    return [c for commit in VERL_AGENT for c in verl_agent_checks(commit)] + verl_checks()
+    return [c for commit in VERL_AGENT for c in verl_agent_checks(commit)] + verl_checks() + erl_checks()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 from conformance_checks import (
+    ERL_COMMIT,
     FIXTURES,
     TOL,
     VERL_AGENT,
@@ -37,12 +38,23 @@ def test_equal_to_the_reference(check):
 @pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.json")))
 def test_fixtures_follow_the_documented_format(name):
     fx = load_fixture(name)
-    assert fx["format"] == "agentgym-conformance/1"
-    assert fx["reference"]["repo"] == "langfengQ/verl-agent" and fx["reference"]["commit"] in VERL_AGENT
-    assert name == f"verl_agent_{fx['reference']['commit']}.json" and fx["reference"]["functions"]
-    assert {"rows", "tensors"} <= set(fx["inputs"]) and {"advantages", "losses"} <= set(fx["expected"])
-    n = len(fx["inputs"]["rows"])
-    assert all(len(v) == n for v in fx["inputs"]["tensors"].values())
+    assert fx["format"] == "agentgym-conformance/1" and fx["reference"]["functions"]
+    repo, commit = fx["reference"]["repo"], fx["reference"]["commit"]
+    prefix = {"langfengQ/verl-agent": "verl_agent", "microsoft/experiential_rl": "experiential_rl"}[repo]
+    assert name == f"{prefix}_{commit}.json" and fx["generated_by"].endswith(commit)
+    assert commit in (VERL_AGENT if prefix == "verl_agent" else (ERL_COMMIT,))
+    n = len(fx["inputs"]["rows"] if "rows" in fx["inputs"] else fx["inputs"]["second_return"])
+    assert all(len(v) == n for v in fx["inputs"]["tensors"].values()) and fx["expected"]
+
+
+def test_the_paper_indicator_weight_differs_from_the_authors_raft_weight_only_on_partial_returns():
+    """``indicator`` (the paper) vs ``raft`` (the authors' code): equal for 0/1 returns, not for partial ones."""
+    from baselines.erl import consolidation_weight
+
+    fx = load_fixture(f"experiential_rl_{ERL_COMMIT}.json")
+    for r in fx["inputs"]["second_return"]:
+        same = consolidation_weight(r, "indicator") == consolidation_weight(r, "raft")
+        assert same == (r <= 0 or r == 1.0), r
 
 
 @pytest.mark.parametrize("commit", list(VERL_AGENT))
