@@ -235,6 +235,178 @@ def reference_losses(core_algos: Any, batch: dict[str, Any], era: str) -> dict[s
 ERL_COMMITS = ("20cd646",)
 
 
+# -- GiGPO anchors: what verl-agent's env managers hand GiGPO, on episodes logged from our envs ------------------
+def log_episodes() -> list[dict[str, Any]]:
+    """Three ALFWorld and three WebShop episodes of one task each (needs ``AGENTGYM_DATA``), of equal length per
+    env (verl-agent's managers step their envs in lockstep), that revisit states: expert steps, ``look``, an
+    inadmissible command (``Nothing happens.``), the same search twice, a product page and back."""
+    import gymnasium as gym
+
+    import agentgym  # noqa: F401  (registers the envs)
+
+    out = []
+    env = gym.make("agentgym/ALFWorld-v0")
+    plans = [["expert"] * 4, ["look", "expert", "expert", "expert"], ["jump", "expert", "jump", "expert"]]
+    for e, plan in enumerate(plans):
+        obs, info = env.reset(seed=0, options={"split": "valid_seen", "index": 0})
+        ep = {"env": "alfworld", "episode": e, "observations": [], "admissible": [], "actions": [], "infos": []}
+        for step in plan:
+            act = env.unwrapped.expert_action() if step == "expert" else step
+            ep["observations"].append(obs)
+            ep["admissible"].append(list(info["admissible_actions"]))
+            ep["infos"].append(_agent_info(info))
+            ep["actions"].append(act)
+            obs, _, _, _, info = env.step(act)
+        ep["final_observation"] = obs
+        out.append(ep)
+    env.close()
+    env = gym.make("agentgym/WebShop-v0")
+    for e in range(3):
+        obs, info = env.reset(seed=0)
+        query = " ".join(info["instruction"].split()[:4])
+        ep = {"env": "webshop", "episode": e, "observations": [], "available": [], "actions": [], "infos": []}
+        for t in range(3):
+            avail = info["available_actions"]
+            clickables = [c for c in avail["clickables"] if c not in ("back to search", "< prev", "next >")]
+            if t == 0:
+                act = f"search[{query if e < 2 else 'blue shirt'}]"
+            elif t == 1:
+                act = f"click[{clickables[0 if e < 2 else 1]}]"
+            else:
+                act = "click[back to search]" if e == 0 else f"click[{avail['clickables'][0]}]"
+            ep["observations"].append(obs)
+            ep["available"].append(
+                {"has_search_bar": bool(avail["has_search_bar"]), "clickables": list(avail["clickables"])}
+            )
+            ep["infos"].append(_agent_info(info))
+            ep["actions"].append(act)
+            obs, _, _, _, info = env.step(act)
+        ep["final_observation"] = obs
+        out.append(ep)
+    env.close()
+    return out
+
+
+def _agent_info(info: dict[str, Any]) -> dict[str, Any]:
+    """The info keys our prompt templates read (no file paths, no seeds)."""
+    keys = ("admissible_actions", "available_actions", "instruction", "task")
+    return json.loads(json.dumps({k: info[k] for k in keys if k in info}))
+
+
+class _Replay:
+    """A batched env for verl-agent's env managers that replays logged episodes in lockstep."""
+
+    def __init__(self, episodes: list[dict[str, Any]], kind: str) -> None:
+        self.eps, self.kind, self.t = episodes, kind, 0
+
+    def _obs(self, t: int) -> list[str]:
+        return [e["observations"][t] if t < len(e["observations"]) else e["final_observation"] for e in self.eps]
+
+    def _admissible(self) -> None:
+        if self.kind == "alfworld":
+            n = len(self.eps[0]["admissible"])
+            self.get_admissible_commands = [e["admissible"][min(self.t, n - 1)] for e in self.eps]
+
+    def _infos(self) -> list[dict[str, Any]]:
+        if self.kind == "alfworld":
+            return [{} for _ in self.eps]
+        n = len(self.eps[0]["available"])
+        return [{"available_actions": e["available"][min(self.t, n - 1)]} for e in self.eps]
+
+    def reset(self):
+        self.t = 0
+        self._admissible()
+        if self.kind == "alfworld":
+            return self._obs(0), None, self._infos()
+        return self._obs(0), self._infos()
+
+    def step(self, actions):
+        self.t += 1
+        self._admissible()
+        zeros = [0.0] * len(self.eps)
+        dones = [False] * len(self.eps)
+        if self.kind == "alfworld":
+            return self._obs(self.t), None, zeros, dones, self._infos()
+        return self._obs(self.t), zeros, dones, self._infos()
+
+
+def reference_anchors(checkout: Path, episodes: list[dict[str, Any]]) -> dict[str, list[list[str]]]:
+    """verl-agent's ``anchor`` observations (``AlfWorldEnvironmentManager`` / ``WebshopEnvironmentManager``
+    reset and step, fed the logged episodes), per episode and turn."""
+    import importlib.util
+
+    for name in ("agent_system", "agent_system.environments"):
+        mod = types.ModuleType(name)
+        mod.__path__ = [str(checkout / name.replace(".", "/"))]
+        sys.modules[name] = mod
+    import agent_system.environments.env_manager as managers
+
+    def projection(kind: str) -> Any:
+        path = checkout / "agent_system" / "environments" / "env_package" / kind / "projection.py"
+        spec = importlib.util.spec_from_file_location(f"_projection_{kind}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return getattr(mod, f"{kind}_projection")
+
+    spec = importlib.util.spec_from_file_location("_checks", ROOT / "tests" / "conformance" / "conformance_checks.py")
+    sys.path.insert(0, str(ROOT))
+    checks = importlib.util.module_from_spec(spec)
+    sys.modules["_checks"] = checks  # its dataclass looks its module up
+    spec.loader.exec_module(checks)
+
+    out: dict[str, Any] = {"anchors": {}, "prompt_layout": {}}
+    kinds = (("alfworld", managers.AlfWorldEnvironmentManager), ("webshop", managers.WebshopEnvironmentManager))
+    for kind, cls in kinds:
+        eps = [e for e in episodes if e["env"] == kind]
+        manager = cls(_Replay(eps, kind), projection(kind), kind)
+        obs, _ = manager.reset()
+        anchors = [[a] for a in obs["anchor"]]
+        prompts = [[p] for p in obs["text"]]
+        for t in range(len(eps[0]["actions"]) - 1):
+            text = [f"<think>replay</think><action>{e['actions'][t]}</action>" for e in eps]
+            obs, *_ = manager.step(text)
+            for row, a in zip(anchors, obs["anchor"]):
+                row.append(a)
+            for row, prompt in zip(prompts, obs["text"]):
+                row.append(prompt)
+        out["anchors"][kind] = anchors
+        # only the layout of their prompts is kept (which parts, in which order, how separated), not their text
+        layouts = []
+        for e, row_a, row_p in zip(eps, anchors, prompts):
+            layouts.append([])
+            for t, (a, prompt) in enumerate(zip(row_a, row_p)):
+                if kind == "alfworld":
+                    admissible = [x for x in e["admissible"][t] if x != "help"]
+                else:
+                    admissible = manager.format_avail_actions(e["available"][t])
+                layouts[-1].append(checks.prompt_layout(prompt, e, t, shown=a, admissible=admissible))
+        out["prompt_layout"][kind] = layouts
+    return out
+
+
+def write_anchors(checkout: Path, short: str, out: Path) -> int:
+    episodes = log_episodes()
+    fixture = {
+        "format": FORMAT,
+        "reference": {
+            "repo": "langfengQ/verl-agent",
+            "commit": short,
+            "functions": [
+                "agent_system/environments/env_manager.py: AlfWorldEnvironmentManager, WebshopEnvironmentManager "
+                "(reset/step 'anchor', the observation GiGPO groups steps by)"
+            ],
+        },
+        "generated_by": f"python tools/conformance_golden.py --anchors --checkout DIR --commit {short}",
+        "inputs": {"episodes": episodes},
+        "expected": reference_anchors(checkout, episodes),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"anchors_verl_agent_{short}.json"
+    path.write_text(json.dumps(fixture, indent=1) + "\n")
+    print(f"wrote {path}")
+    return 0
+
+
 def load_functions(path: Path, names: list[str], namespace: dict[str, Any]) -> dict[str, Any]:
     """The top-level functions ``names`` of the Python file ``path``, defined in ``namespace`` (decorators dropped)."""
     import ast
@@ -301,6 +473,11 @@ def reference_erl(checkout: Path, batch: dict[str, Any]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--repo", choices=("verl-agent", "experiential_rl"), default="verl-agent")
+    p.add_argument(
+        "--anchors",
+        action="store_true",
+        help="log ALFWorld/WebShop episodes (AGENTGYM_DATA) and write verl-agent's GiGPO anchors for them",
+    )
     p.add_argument("--checkout", type=Path, required=True, help="the reference's source tree at --commit")
     p.add_argument("--commit", required=True, help="the commit the checkout is (short or full hash)")
     p.add_argument("--out", type=Path, default=Path("tests/conformance/fixtures"))
@@ -308,6 +485,8 @@ def main(argv: list[str] | None = None) -> int:
     short = a.commit[:7]
     if a.repo == "experiential_rl":
         return write_erl(a.checkout, short, a.out)
+    if a.anchors:
+        return write_anchors(a.checkout, short, a.out)
     if short not in ERAS:
         raise SystemExit(f"unknown verl-agent commit {a.commit!r}: the pinned ones are {', '.join(ERAS)}")
     if not (a.checkout / "gigpo" / "core_gigpo.py").exists():

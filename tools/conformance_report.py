@@ -74,6 +74,27 @@ was used for; their scripts run one task per rulebook (`ERL_*_BATCH_SIZE` defaul
 attempt's return, as ours. This suite found our `raft` weight ignored in the loss (the weight was used as a 0/1
 mask); fixed.
 
+## What the rollout feeds the losses
+
+* **GiGPO anchors.** On three ALFWorld and three WebShop episodes logged from our envs (expert steps, `look`,
+  an inadmissible command, the same search twice, a product page and back), verl-agent's env managers at
+  f974dc5, replaying them, hand GiGPO anchors that group the turns exactly as ours do (`Turn.observation`, the
+  env observation each prompt was built for). ALFWorld: the same text. WebShop: verl-agent drops the
+  instruction and quotes each part of the page; within a task that is one text per page either way.
+* **Prompt layout** (history 2, on the same episodes; only the layout of verl-agent's prompts is kept: which
+  parts, in which order, how separated). Equal: the history window, its step numbers, the order history /
+  current observation / admissible actions. Different (pinned by the tests, to be closed with a new template
+  version since a prompt change can move a score): admissible actions are separated by `", "` here, by a
+  newline in verl-agent; our first ALFWorld prompt adds a task sentence (theirs has only the observation,
+  which holds the task); on WebShop we show the env's page text, with the instruction in every observation,
+  where verl-agent shows the page after the instruction with its parts quoted, and its first page offers
+  `click[search]` besides the search action.
+* **Token in, token out.** Every training row holds the prompt ids the model saw at that turn and the ids it
+  sampled; nothing is re-tokenized. On a multi-turn episode with history under a chat template that is not
+  prefix-stable (Qwen3-style: earlier reasoning dropped), the loss's fp32 log-probs equal the sampler's
+  (`tests/conformance/test_token_in_token_out.py`). The prompt templates put the history in each turn's user
+  message, so a turn's prompt is never the previous prompt plus response.
+
 ## Fixture format
 
 `tests/conformance/fixtures/verl_agent_<commit>.json` (format `agentgym-conformance/1`), usable by any project:
@@ -90,11 +111,17 @@ mask); fixed.
   micro-batches, each divided by the accumulation steps), `grad_log_prob`, `grad_entropy`, `value_loss`,
   `grad_values`.
 
+`anchors_verl_agent_<commit>.json`: `inputs.episodes` (per episode: `env`, `observations`, `actions`, the
+agent-facing `infos`, ALFWorld `admissible` / WebShop `available` actions); `expected.anchors[env]` (per
+episode and turn, verl-agent's anchor) and `expected.prompt_layout[env]` (per turn: `history_steps`,
+`task_mentions`, `observation_form`, `admissible_separator`, `order`).
+
 `experiential_rl_<commit>.json`: `inputs.second_return` (one per distilled row), `inputs.tensors`
 (`response_mask`, `log_prob`); `expected.raft_advantages` `(rows, 6)`, `expected.distill_loss` and
 `expected.grad_log_prob` (their PPO loss at ratio 1, seq-mean-token-sum).
 
 Regenerate from a checkout: `python tools/conformance_golden.py --checkout DIR --commit d0b9724` (verl-agent),
+`... --anchors --checkout DIR --commit f974dc5` (needs `AGENTGYM_DATA`),
 `python tools/conformance_golden.py --repo experiential_rl --checkout DIR --commit 20cd646`.
 """
 

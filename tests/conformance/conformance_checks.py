@@ -7,6 +7,7 @@ and ``tools/conformance_report.py`` renders them into docs/conformance.md.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -359,3 +360,54 @@ def erl_checks() -> list[Check]:
 
 def all_checks() -> list[Check]:
     return [c for commit in VERL_AGENT for c in verl_agent_checks(commit)] + verl_checks() + erl_checks()
+
+
+# -- prompt layout (what the rollout feeds the policy) --------------------------------------------------------
+def prompt_layout(text: str, episode: dict[str, Any], t: int, *, shown: str, admissible: list[str]) -> dict[str, Any]:
+    """The layout of one turn's prompt, with none of its prose: the history steps it shows (``Action k:``), how
+    often the task sentence appears, which form of the current observation it shows (the env's ``raw`` text or
+    ``shown``, the reference's anchor), the separator between admissible actions, and the order of the parts."""
+    info = episode["infos"][t]
+    task = (info.get("task") or info.get("instruction") or "").strip().rstrip(".")
+    raw = episode["observations"][t].strip()
+    if raw in text:
+        form, cur = "raw", text.find(raw)
+    elif shown.strip() in text:
+        form, cur = "reference", text.find(shown.strip())
+    else:
+        form, cur = "missing", -1
+    quoted = [f"'{a}'" for a in admissible]
+    first = text.find(quoted[0]) if quoted else -1
+    second = text.find(quoted[1], first + len(quoted[0])) if len(quoted) > 1 and first >= 0 else -1
+    separator = text[first + len(quoted[0]) : second] if second >= 0 else None
+    hist = re.search(r"Observation \d+: ", text)
+    parts = {"history": hist.start() if hist else -1, "observation": cur, "admissible": first}
+    return {
+        "history_steps": [int(k) for k in re.findall(r"Action (\d+): '", text)],
+        "task_mentions": text.count(task) if task else 0,
+        "observation_form": form,
+        "admissible_separator": separator,
+        "order": [k for k, v in sorted(parts.items(), key=lambda kv: kv[1]) if v >= 0],
+    }
+
+
+def our_prompt_layouts(episode: dict[str, Any], env_id: str, shown: list[str]) -> list[dict[str, Any]]:
+    """:func:`prompt_layout` of our prompt (the table configs' template, history 2) at each turn of ``episode``."""
+    from agentgym.prompts import get_template
+    from agentgym.records import AgentInput
+
+    template = get_template(env_id)
+    out = []
+    obs, acts = episode["observations"], episode["actions"]
+    for t in range(len(obs)):
+        inp = AgentInput(
+            env_id=env_id,
+            observation=obs[t],
+            info=episode["infos"][t],
+            first_observation=obs[0],
+            history=list(zip(obs[:t], acts[:t])),
+        )
+        text = "\n".join(m["content"] for m in template.build(inp, history_length=2))
+        admissible = [a for a in episode["infos"][t].get("admissible_actions", []) if a != "help"]
+        out.append(prompt_layout(text, episode, t, shown=shown[t], admissible=admissible))
+    return out
