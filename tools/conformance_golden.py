@@ -252,11 +252,8 @@ def log_episodes() -> list[dict[str, Any]]:
         ep = {"env": "alfworld", "episode": e, "observations": [], "admissible": [], "actions": [], "infos": []}
         for step in plan:
             act = env.unwrapped.expert_action() if step == "expert" else step
-            ep["observations"].append(obs)
             ep["admissible"].append(list(info["admissible_actions"]))
-            ep["infos"].append(_agent_info(info))
-            ep["actions"].append(act)
-            obs, _, _, _, info = env.step(act)
+            obs, info = _play(env, ep, obs, info, act)
         ep["final_observation"] = obs
         out.append(ep)
     env.close()
@@ -274,17 +271,23 @@ def log_episodes() -> list[dict[str, Any]]:
                 act = f"click[{clickables[0 if e < 2 else 1]}]"
             else:
                 act = "click[back to search]" if e == 0 else f"click[{avail['clickables'][0]}]"
-            ep["observations"].append(obs)
             ep["available"].append(
                 {"has_search_bar": bool(avail["has_search_bar"]), "clickables": list(avail["clickables"])}
             )
-            ep["infos"].append(_agent_info(info))
-            ep["actions"].append(act)
-            obs, _, _, _, info = env.step(act)
+            obs, info = _play(env, ep, obs, info, act)
         ep["final_observation"] = obs
         out.append(ep)
     env.close()
     return out
+
+
+def _play(env: Any, ep: dict[str, Any], obs: str, info: dict[str, Any], act: str) -> tuple[str, dict[str, Any]]:
+    """Log the turn (observation, agent-facing info, action) into ``ep`` and play ``act``."""
+    ep["observations"].append(obs)
+    ep["infos"].append(_agent_info(info))
+    ep["actions"].append(act)
+    obs, _, _, _, info = env.step(act)
+    return obs, info
 
 
 def _agent_info(info: dict[str, Any]) -> dict[str, Any]:
@@ -387,21 +390,29 @@ def reference_anchors(checkout: Path, episodes: list[dict[str, Any]]) -> dict[st
 def write_anchors(checkout: Path, short: str, out: Path) -> int:
     episodes = log_episodes()
     fixture = {
-        "format": FORMAT,
-        "reference": {
-            "repo": "langfengQ/verl-agent",
-            "commit": short,
-            "functions": [
+        **header(
+            "langfengQ/verl-agent",
+            short,
+            [
                 "agent_system/environments/env_manager.py: AlfWorldEnvironmentManager, WebshopEnvironmentManager "
-                "(reset/step 'anchor', the observation GiGPO groups steps by)"
+                "(reset/step 'anchor', the observation GiGPO groups steps by; 'text', the prompt, of which only the "
+                "layout is kept: tests/conformance/conformance_checks.py prompt_layout)"
             ],
-        },
+        ),
         "generated_by": f"python tools/conformance_golden.py --anchors --checkout DIR --commit {short}",
         "inputs": {"episodes": episodes},
         "expected": reference_anchors(checkout, episodes),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"anchors_verl_agent_{short}.json"
+    return write_fixture(out / f"anchors_verl_agent_{short}.json", fixture)
+
+
+def header(repo: str, commit: str, functions: list[str]) -> dict[str, Any]:
+    """The fixture's format tag and the reference it was produced by."""
+    return {"format": FORMAT, "reference": {"repo": repo, "commit": commit, "functions": functions}}
+
+
+def write_fixture(path: Path, fixture: dict[str, Any]) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(fixture, indent=1) + "\n")
     print(f"wrote {path}")
     return 0
@@ -495,17 +506,16 @@ def main(argv: list[str] | None = None) -> int:
     batch = canned_batch()
     era = ERAS[short]
     fixture = {
-        "format": FORMAT,
-        "reference": {
-            "repo": "langfengQ/verl-agent",
-            "commit": short,
-            "functions": [
+        **header(
+            "langfengQ/verl-agent",
+            short,
+            [
                 "gigpo/core_gigpo.py: compute_step_discounted_returns, compute_gigpo_outcome_advantage",
                 "verl/trainer/ppo/core_algos.py: compute_grpo_outcome_advantage, compute_rloo_outcome_advantage, "
                 "compute_policy_loss, kl_penalty(low_var_kl), compute_value_loss"
                 + (", agg_loss" if era == "2025-10" else ", verl_F.masked_mean"),
             ],
-        },
+        ),
         "settings": {
             "gamma": GAMMA,
             "invalid_penalty": PENALTY,
@@ -524,11 +534,7 @@ def main(argv: list[str] | None = None) -> int:
             "losses": reference_losses(core_algos, batch, era),
         },
     }
-    a.out.mkdir(parents=True, exist_ok=True)
-    path = a.out / f"verl_agent_{short}.json"
-    path.write_text(json.dumps(fixture, indent=1) + "\n")
-    print(f"wrote {path}")
-    return 0
+    return write_fixture(a.out / f"verl_agent_{short}.json", fixture)
 
 
 def write_erl(checkout: Path, short: str, out: Path) -> int:
@@ -538,27 +544,22 @@ def write_erl(checkout: Path, short: str, out: Path) -> int:
         raise SystemExit(f"{checkout} has no verl/verl/trainer/ppo/core_algos.py: pass an experiential_rl tree")
     batch = erl_batch()
     fixture = {
-        "format": FORMAT,
-        "reference": {
-            "repo": "microsoft/experiential_rl",
-            "commit": short,
-            "functions": [
+        **header(
+            "microsoft/experiential_rl",
+            short,
+            [
                 "verl/verl/trainer/ppo/core_algos.py: compute_raft_outcome_advantage, compute_policy_loss_vanilla "
                 "(loss_agg_mode seq-mean-token-sum, at ratio 1), agg_loss",
                 "examples/erl_*/erl_*_flow.py: distilled second attempts tagged with the raft advantage estimator",
             ],
-        },
+        ),
         "settings": {"loss_agg_mode": "seq-mean-token-sum", "epsilon": 0.2, "clip_ratio_c": 3.0},
         "generated_by": f"python tools/conformance_golden.py --repo experiential_rl --checkout DIR --commit {short}",
         "torch": torch.__version__,
         "inputs": batch,
         "expected": reference_erl(checkout, batch),
     }
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"experiential_rl_{short}.json"
-    path.write_text(json.dumps(fixture, indent=1) + "\n")
-    print(f"wrote {path}")
-    return 0
+    return write_fixture(out / f"experiential_rl_{short}.json", fixture)
 
 
 if __name__ == "__main__":

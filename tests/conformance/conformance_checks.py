@@ -254,6 +254,14 @@ def episode_token_rewards(fx: dict[str, Any], mask: torch.Tensor) -> torch.Tenso
     return out
 
 
+def _loss_and_grad(fn: Any, x: torch.Tensor) -> tuple[float, torch.Tensor]:
+    """``fn(x)[0]`` (a loss) and its gradient with respect to ``x``."""
+    leaf = x.clone().requires_grad_(True)
+    loss = fn(leaf)[0]
+    loss.backward()
+    return float(loss.detach()), leaf.grad
+
+
 def verl_checks() -> list[Check]:
     """GRPO, RLOO, GAE, PPO-clip (dual clip, every loss_agg_mode), k3 KL, value loss and entropy against the
     verl package on the canned batch of the verl-agent fixture (forward values and gradients)."""
@@ -294,26 +302,19 @@ def verl_checks() -> list[Check]:
         out.append(Check(f"GAE return ({label})", "baselines.ppo.token_gae", ref, max_diff(ret, r, mask)))
     cfg = _ActorConfig(clip_ratio=0.2, clip_ratio_low=0.2, clip_ratio_high=0.2, clip_ratio_c=3.0, global_batch_info={})
     for mode in ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean"):
-        lp_ref = t["log_prob"].clone().requires_grad_(True)
-        loss_ref, _ = core.compute_policy_loss_vanilla(t["old_log_prob"], lp_ref, t["advantages"], mask, mode, cfg)
-        loss_ref.backward()
-        lp = t["log_prob"].clone().requires_grad_(True)
-        loss, _ = ppo_clip_loss(lp, t["old_log_prob"], t["advantages"], mask, clip_ratio_c=3.0, loss_agg_mode=mode)
-        loss.backward()
-        out.append(Check(f"PPO-clip + dual clip loss, {mode}", "agentgym.rl.losses.ppo_clip_loss", ref,
-                         abs(float(loss.detach()) - float(loss_ref.detach()))))  # fmt: skip
-        out.append(Check(f"PPO-clip + dual clip gradient, {mode}", "agentgym.rl.losses.ppo_clip_loss", ref,
-                         max_diff(lp.grad, lp_ref.grad)))  # fmt: skip
-        v_ref = t["values"].clone().requires_grad_(True)
-        vl_ref, _ = core.compute_value_loss(v_ref, t["returns"], t["old_values"], mask, 0.5, mode)
-        vl_ref.backward()
-        v = t["values"].clone().requires_grad_(True)
-        vl, _ = clipped_value_loss(v, t["old_values"], t["returns"], mask, clip=0.5, loss_agg_mode=mode)
-        vl.backward()
-        out.append(Check(f"value loss (clipped), {mode}", "agentgym.rl.losses.clipped_value_loss", ref,
-                         abs(float(vl.detach()) - float(vl_ref.detach()))))  # fmt: skip
-        out.append(Check(f"value loss gradient, {mode}", "agentgym.rl.losses.clipped_value_loss", ref,
-                         max_diff(v.grad, v_ref.grad)))  # fmt: skip
+        pairs = (
+            ("PPO-clip + dual clip", "agentgym.rl.losses.ppo_clip_loss", "log_prob",
+             lambda x, m=mode: core.compute_policy_loss_vanilla(t["old_log_prob"], x, t["advantages"], mask, m, cfg),
+             lambda x, m=mode: ppo_clip_loss(x, t["old_log_prob"], t["advantages"], mask, clip_ratio_c=3.0,
+                                             loss_agg_mode=m)),
+            ("value loss (clipped)", "agentgym.rl.losses.clipped_value_loss", "values",
+             lambda x, m=mode: core.compute_value_loss(x, t["returns"], t["old_values"], mask, 0.5, m),
+             lambda x, m=mode: clipped_value_loss(x, t["old_values"], t["returns"], mask, clip=0.5, loss_agg_mode=m)),
+        )  # fmt: skip
+        for name, ours_fn, key, theirs, ours in pairs:
+            (loss_ref, grad_ref), (loss, grad) = (_loss_and_grad(f, t[key]) for f in (theirs, ours))
+            out.append(Check(f"{name}, {mode}", ours_fn, ref, abs(loss - loss_ref)))
+            out.append(Check(f"{name} gradient, {mode}", ours_fn, ref, max_diff(grad, grad_ref)))
     lp_ref = t["log_prob"].clone().requires_grad_(True)
     k_ref = core.kl_penalty(lp_ref, t["ref_log_prob"], "low_var_kl")
     (k_ref * mask).sum().backward()
