@@ -140,7 +140,7 @@ def ppo_clip_loss(
     clip_ratio_c: float | None = None,
     loss_agg_mode: str = "token-mean",
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """PPO-clip surrogate on token ratios, token-mean aggregated.
+    """PPO-clip surrogate on token ratios, aggregated by :func:`agg_loss` (token mean by default).
 
     loss_t = -min(r_t A_t, clip(r_t, 1 - eps_low, 1 + eps_high) A_t), r_t = exp(logp - old_logp).
 
