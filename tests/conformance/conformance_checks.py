@@ -359,8 +359,10 @@ def erl_checks() -> list[Check]:
     ]  # fmt: skip
 
 
-def all_checks() -> list[Check]:
-    return [c for commit in VERL_AGENT for c in verl_agent_checks(commit)] + verl_checks() + erl_checks()
+def all_checks(*, with_verl: bool = True) -> list[Check]:
+    """Every check, in the docs page's order (``with_verl=False`` leaves out the verl package's)."""
+    verl = verl_checks() if with_verl else []
+    return [c for commit in VERL_AGENT for c in verl_agent_checks(commit)] + verl + erl_checks()
 
 
 # -- prompt layout (what the rollout feeds the policy) --------------------------------------------------------
