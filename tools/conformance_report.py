@@ -29,8 +29,9 @@ on the same batch, forward and gradient. The default test run checks it (`tests/
   follow it). Its functions were run on the canned batch by `tools/conformance_golden.py` and their outputs
   committed as fixtures; no verl-agent code is in this repository.
 * **microsoft/experiential_rl** (ERL's code) at `20cd646`: the consolidation term, the same way;
-* the **verl** package itself (0.9.1, installed by `make setup` without its dependencies: it needs an older
-  transformers than ours, and its `core_algos` imports only torch, numpy, tensordict and omegaconf).
+* the **verl** package itself (0.9.1), which `make setup` installs into `.verl-ref/`, outside the venv, with
+  only the few modules its `core_algos` imports (`tests/conformance/requirements-verl.txt`): verl requires an
+  older transformers than ours, and its wheel ships top-level `tests` and `scripts` packages.
 
 The canned batch: 25 turn rows in four task groups (mixed rewards with anchor states reached by several
 episodes; all episodes failing with only format penalties; one episode; one row), responses of 1 to 6 tokens
