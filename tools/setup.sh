@@ -49,6 +49,10 @@ fi
 # OpenEnv's server/client package without its gradio web UI (gradio needs pillow < 13, locked higher): the
 # `openenv` extra above installs what its server and clients import.
 "${PIP[@]}" --no-deps openenv-core
+# The conformance suite's reference, verl 0.9.1, in a folder of its own (tests/conformance/requirements-verl.txt
+# says why); its top-level `tests` and `scripts` packages would shadow ours.
+"$VENV/bin/python" -m pip install -q --no-deps --upgrade --target .verl-ref -r tests/conformance/requirements-verl.txt
+rm -rf .verl-ref/tests .verl-ref/scripts
 "$VENV/bin/python" tools/lock.py check
 
 echo

@@ -113,6 +113,9 @@ class Args:
     """-1: 10 x success for ALFWorld/WebShop, env reward otherwise; None: env reward; x: x * success"""
     invalid_penalty: float = 0.1
     """subtracted from a turn whose action is invalid (verl-agent)"""
+    invalid_penalty_on: str = "format+env"
+    """which turns lose ``invalid_penalty``: ``format`` (verl-agent: only outputs that do not parse into an
+    action) or ``format+env`` (ours: also well-formed actions the env rejects)"""
     # -- optimisation --------------------------------------------------------------------------------------
     total_iterations: int = 2
     """training iterations (paper: 150)"""
@@ -126,8 +129,17 @@ class Args:
     """passes over each iteration's rows"""
     mini_batch_size: int = 0
     """rows per optimizer step; 0: the whole iteration in one step"""
+    mini_batch_scope: str = "rank"
+    """what ``mini_batch_size`` counts under torchrun: ``rank`` (ours: rows per rank, W x as many per step) or
+    ``global`` (verl: rows over all ranks, each takes its 1/W share; with ``loss_norm="mini-batch"`` the loss is
+    divided by the global token count, and PPO whitens advantages over all ranks' tokens)"""
     micro_batch_size: int = 8
     """rows per forward/backward (gradient accumulation inside a mini-batch)"""
+    loss_agg_mode: str = "token-mean"
+    """verl's ``loss_agg_mode``: ``token-mean``, ``seq-mean-token-sum`` or ``seq-mean-token-mean``"""
+    loss_norm: str = "mini-batch"
+    """what ``loss_agg_mode`` averages over: ``mini-batch`` (ours; verl 0.9.1 divides by the global mini-batch token count too) or
+    ``micro-batch`` (verl-agent: each micro-batch's own mean, divided by the number of micro-batches)"""
     logprob_chunk_size: int = 1024
     """positions per output-head chunk in logprob computation"""
     epsilon_low: float = 0.2
@@ -136,6 +148,8 @@ class Args:
     """PPO clip, upper (paper: 0.2)"""
     clip_ratio_c: float | None = None
     """dual-clip cap of the ratio on negative-advantage tokens (verl's default 3.0); None: plain PPO-clip"""
+    reference: str = ""
+    """the reference implementation and commit this configuration follows (recorded, not read)"""
     beta: float = 0.01
     """KL(pi || ref) loss coefficient, low-variance KL (paper: 0.01); 0 skips the reference model"""
     entropy_coef: float = 0.001

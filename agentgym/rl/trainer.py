@@ -16,7 +16,7 @@ One iteration (verl-agent's order):
    (and whatever targets its loss needs) from the per-turn shaped rewards in ``batch.meta``.
 4. **update** -- ``update_epochs`` passes over shuffled mini-batches; each mini-batch is split into
    micro-batches whose gradients accumulate, normalised so the loss is the token mean over the whole
-   mini-batch; grads are averaged across ranks, clipped, and AdamW steps (policy and, for PPO, critic).
+   mini-batch (``loss_norm="micro-batch"``: verl-agent's mean per micro-batch over the accumulation steps); grads are averaged across ranks, clipped, and AdamW steps (policy and, for PPO, critic).
 5. **log / checkpoint** -- shared metric keys to TensorBoard/wandb/metrics.jsonl; an atomic checkpoint
    every ``save_every`` iterations. ``--resume`` restores weights, optimizers, RNGs and the task-order
    generator, so a resumed run is identical to an uninterrupted one.
@@ -53,12 +53,13 @@ from agentgym.rl.distributed import (
     max_over_ranks,
     reshard_for_training,
     shard_model,
+    sum_over_ranks,
 )
 from agentgym.rl.engine import ENGINES, apply_lora, build_vllm_generator, push_weights
 from agentgym.rl.logprobs import forward_completion
-from agentgym.rl.losses import episode_returns
+from agentgym.rl.losses import episode_returns, loss_counts
 from agentgym.rl.metrics import MetricsLogger, plot_learning_curve
-from agentgym.rl.rewards import turn_rewards
+from agentgym.rl.rewards import penalised, turn_rewards
 from agentgym.rl.runinfo import RunInfo
 
 AdvantageFn = Callable[["Trainer", TurnBatch], dict[str, float] | None]
@@ -393,7 +394,13 @@ class Trainer:
     def make_batch(self, rb: Any) -> TurnBatch:
         """Training rows of a rollout: one per turn, with shaped rewards in ``meta``."""
         a = self.args
-        rewards = turn_rewards(rb.turns, a.env_id, invalid_penalty=a.invalid_penalty, success_scale=a.success_reward)
+        rewards = turn_rewards(
+            rb.turns,
+            a.env_id,
+            invalid_penalty=a.invalid_penalty,
+            success_scale=a.success_reward,
+            penalty_on=a.invalid_penalty_on,
+        )
         meta = [
             {
                 "group": t.group,
@@ -405,6 +412,7 @@ class Trainer:
                 "terminated": t.terminated,
                 "truncated": t.truncated,
                 "valid": bool(t.format_valid and t.is_action_valid),
+                "penalty": a.invalid_penalty * penalised(t, a.invalid_penalty_on),
                 "observation": t.observation,
             }
             for t, r in zip(rb.turns, rewards)
@@ -520,6 +528,12 @@ class Trainer:
         B = len(batch)
         mini_batch_size = a.mini_batch_size if mini_batch_size is None else mini_batch_size  # a stage's own size
         mini = mini_batch_size if mini_batch_size > 0 else B
+        scope = getattr(a, "mini_batch_scope", "rank")
+        if scope not in ("rank", "global"):
+            raise ValueError(f"unknown mini_batch_scope {scope!r}: use rank (ours) or global (verl)")
+        global_scope = scope == "global" and self.dist.enabled
+        if global_scope and mini_batch_size > 0:  # verl: the global mini-batch, split evenly over the ranks
+            mini = max(1, -(-mini_batch_size // self.dist.world_size))
         micro = max(1, a.micro_batch_size)
         g = torch.Generator().manual_seed(a.seed * 1_000_003 + iteration)
         totals: dict[str, float] = {}
@@ -536,8 +550,13 @@ class Trainer:
                 rows = perm[i * mini : (i + 1) * mini]
                 real = bool(rows)
                 rows = rows or perm[:1]
-                n_tokens = float(batch["completion_mask"][rows].sum().clamp(min=1.0))
-                n_rows = float(len(rows))
+                mini_mask = batch["completion_mask"][rows]
+                world_counts = None
+                if global_scope and a.loss_norm == "mini-batch":  # verl 0.9.1: global counts (x W: ranks average)
+                    own = [float(mini_mask.sum()), float(len(rows))] if real else [0.0, 0.0]
+                    tokens, n_rows_all = sum_over_ranks(own, self.dist)
+                    w = self.dist.world_size
+                    world_counts = (max(tokens, 1.0) / w, max(n_rows_all, 1.0) / w)
                 for _, opt in self._optimizers():
                     opt.zero_grad(set_to_none=True)
                 n_micro = -(-len(rows) // micro)
@@ -547,6 +566,9 @@ class Trainer:
                     sub = rows[m * micro : (m + 1) * micro]
                     dummy = not (real and sub)
                     mb = batch.select(sub or rows[:1]).to(self.device)
+                    n_tokens, n_rows = world_counts or loss_counts(
+                        mini_mask, mb["completion_mask"], n_micro, a.loss_norm
+                    )
                     loss, stats = loss_fn(self, mb, n_tokens, n_rows)
                     if dummy:
                         loss = loss * 0.0
