@@ -50,6 +50,9 @@ class Args:
     AdamW step below bf16's resolution, e.g. lr 1e-6, is rounded away for most weights)"""
     device: str | None = None
     """``cpu``/``cuda``; None: CUDA when available"""
+    threads: int | None = None
+    """CPU threads for torch on a CPU device; None: ``OMP_NUM_THREADS`` if set, else the cores not busy with other
+    work (``agentgym.models.threads``)"""
     bf16_autocast: bool = True
     """bf16 autocast for forward passes on GPU, and on CPU when ``dtype: bfloat16`` and the CPU has native bf16
     (1.7x faster SmolLM2 forward+backward on an AVX-512-BF16 CPU; without it bf16 is emulated, ~3x slower, so

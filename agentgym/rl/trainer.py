@@ -145,6 +145,10 @@ class Trainer:
             self.device = f"cuda:{self.dist.local_rank}"
         else:
             self.device = "cpu"
+        if torch.device(self.device).type == "cpu":
+            from agentgym.models.threads import apply_threads
+
+            self.threads = apply_threads(getattr(args, "threads", None), announce=self.dist.is_main).threads
         seed_everything(args.seed + self.dist.rank)
         self.model, self.tokenizer = load_policy(args, self.device)
         if args.init_from:  # SFT -> RL: the policy (and so the reference model) starts from that run's weights
@@ -656,9 +660,23 @@ class Trainer:
             return None
         if not self.dist.is_main:
             return None
+        from agentgym.models.prompt_settings import write_prompt_settings
         from agentgym.rl.engine import save_policy_folder
 
-        return save_policy_folder(self.model, self.tokenizer, self.run_dir / "model")
+        folder = save_policy_folder(self.model, self.tokenizer, self.run_dir / "model")
+        a = self.args
+        write_prompt_settings(  # `agentgym eval --agent hf:<folder>` then prompts as training did
+            folder,
+            env_id=a.env_id,
+            style=a.prompt_style,
+            template=getattr(self.template, "id", type(self.template).__name__),
+            history_length=a.history_length,
+            max_new_tokens=a.max_new_tokens,
+            max_prompt_tokens=a.max_prompt_tokens,
+            answer_format=self.template.format_answer("...", "ACTION"),
+            trained_by=self.algo,
+        )
+        return folder
 
     def save(self) -> None:
         if self.sharded:
