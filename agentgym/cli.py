@@ -488,7 +488,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-new-tokens", type=int, help="response length cap of model agents (default 512)")
     sp.add_argument("--history-length", type=int, help="past turns in the prompt (default 2; -1 = all)")
     sp.add_argument("--style", help="prompt style, e.g. erl for Sokoban/FrozenLake (default: the env's first)")
-    sp.add_argument("--threads", type=int, help="CPU threads of hf: models (default: OMP_NUM_THREADS, else idle cores)")
+    sp.add_argument(
+        "--threads", type=int, help="CPU threads of hf: models (default: OMP_NUM_THREADS, else idle cores)"
+    )
     sp.add_argument(
         "--env-backend",
         default="inprocess",

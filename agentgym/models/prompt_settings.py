@@ -72,7 +72,9 @@ def read_prompt_settings(folder: str | Path) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise ValueError(f"{path} is not valid JSON ({exc}); delete it or rewrite it by re-exporting the model")
+        raise ValueError(
+            f"{path} is not valid JSON ({exc}); delete it or rewrite it by re-exporting the model"
+        ) from None
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a JSON object of prompt settings")
     return data

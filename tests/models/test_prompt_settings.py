@@ -61,7 +61,9 @@ def test_eval_without_flags_prompts_as_training_did_and_says_so(model_folder, tm
 
 
 def test_flags_override_the_recorded_settings(model_folder, tmp_path, capsys):
-    config, err = _eval(model_folder, tmp_path / "flags.jsonl", "--history-length", "1", "--style", "erl", capsys=capsys)
+    config, err = _eval(
+        model_folder, tmp_path / "flags.jsonl", "--history-length", "1", "--style", "erl", capsys=capsys
+    )
     assert config["template_style"] == "erl" and config["history_length"] == 1
     assert config["max_new_tokens"] == 16  # not given: still the recorded one
     assert "(max_new_tokens 16;" in err
