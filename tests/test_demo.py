@@ -88,3 +88,17 @@ def test_cpu_table_trains_sft_for_the_asked_epochs_and_rl_from_that_run(tmp_path
     assert rl[rl.index("--init-from") + 1] == str(tmp_path / "sft_smollm2_sokoban") and "--total-iterations" not in rl
     cpu_table.train("sokoban", "sft", None, tmp_path, 1)  # the config's epochs
     assert "--total-iterations" not in cmds[-1]
+
+
+def test_the_demo_reports_its_disk_use_and_drops_the_resume_state(tmp_path):
+    run = tmp_path / "demo_sft"
+    (run / "ckpt_000001").mkdir(parents=True)
+    (run / "ckpt_000001" / "state.pt").write_bytes(b"x" * 3_000_000)
+    (run / "model").mkdir()
+    (run / "model" / "model.safetensors").write_bytes(b"x" * 1_000_000)
+    kept = demo.run_space([run], keep_checkpoints=True)
+    assert (run / "ckpt_000001").exists() and "removed" not in kept and "disk used by the demo" in kept
+    report = demo.run_space([run], keep_checkpoints=False)
+    assert not (run / "ckpt_000001").exists() and (run / "model" / "model.safetensors").exists()
+    assert f"{run}: 0.00 GB, removed 1 checkpoint(s) of 0.00 GB" in report
+    assert demo.folder_bytes(run) == 1_000_000

@@ -14,6 +14,7 @@ import datetime as dt
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
             proc.kill()
             proc.wait()
     for row in results.values():
-        row["median_s"] = sorted(row["walls_s"])[len(row["walls_s"]) // 2]
+        row["median_s"] = round(statistics.median(row["walls_s"]), 2)
     one = results["one thread"]["median_s"]
     record = {
         "what": "wall time of a docs CPU command per thread choice, with competing busy processes",
