@@ -25,7 +25,7 @@ test-all: setup
 	$(BIN)/python -m pytest -q -m "not gpu"
 
 bench: setup
-	$(BIN)/python -m pytest tests/benchmarks --benchmark-only -m "" -q
+	$(BIN)/python -m pytest tests/benchmarks --benchmark-only -m "" -v   # -v: each benchmark named as it starts, with the share done
 
 # The measured learning tables of baselines/README.md (multi-seed check of every baseline), regenerated.
 figures: setup
