@@ -685,7 +685,8 @@ class Trainer:
         if self.sharded:
             gather_for_inference(self.model)
         if self.dist.is_main:
-            save_checkpoint(self.run_dir, self.iteration, state)
+            # one checkpoint: the write is atomic, so the previous one is only deleted once this one is whole
+            save_checkpoint(self.run_dir, self.iteration, state, keep=1)
 
     # -- the loop --------------------------------------------------------------------------------------
     def fit(self, advantage_fn: AdvantageFn | None, loss_fn: LossFn) -> dict[str, float]:

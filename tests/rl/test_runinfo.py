@@ -185,6 +185,7 @@ def test_an_sft_run_folder_looks_like_an_rl_one(tmp_path, capsys):
         expert_episodes=4,
         total_iterations=2,
         max_new_tokens=8,
+        save_every=1,
         progress=False,
         plot=False,
         export_model=False,
@@ -198,3 +199,5 @@ def test_an_sft_run_folder_looks_like_an_rl_one(tmp_path, capsys):
     assert len(epochs) == 2 and "epoch 1/2 " in epochs[0] and "sft_loss=" in epochs[1]
     err = capsys.readouterr().err
     assert err.count(" epoch ") == 2 and "epoch 2/2 " in err
+    # the resume state is the latest checkpoint alone (each one is written whole before the previous goes)
+    assert sorted(p.name for p in run.glob("ckpt_*")) == ["ckpt_000002"]
