@@ -131,6 +131,9 @@ class Args:
     """rows per forward/backward (gradient accumulation inside a mini-batch)"""
     logprob_chunk_size: int = 1024
     """positions per output-head chunk in logprob computation"""
+    reuse_sampling_logprobs: bool = True
+    """take ``old_per_token_logps`` from the HF rollout's own sampling log-probs where they are the same numbers
+    (fp32 compute, top_p 1, rows as sampled, no read-out tokens, no dropout) instead of a second forward pass"""
     epsilon_low: float = 0.2
     """PPO clip, lower (paper: 0.2)"""
     epsilon_high: float = 0.2
