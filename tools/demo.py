@@ -159,8 +159,10 @@ def smollm2_learns(
     keep_checkpoints: bool = False,
 ) -> None:
     from agentgym.models.loading import load_model, smollm2_checkpoint
+    from agentgym.models.threads import apply_threads
     from agentgym.rl.checkpoint import load_model_weights
 
+    apply_threads()  # the evaluations too, not only the trainers, take the idle cores (printed)
     sft_cfg, rl_cfg = _config(sft_config), _config(rl_config)
     method = Path(rl_config).name.split("_")[0]  # grpo_smollm2_... -> baselines/grpo.py
     label = method.upper()

@@ -1,0 +1,175 @@
+"""How close one SmolLM2-135M RL iteration on this CPU gets to the machine: time and FLOP/s per phase.
+
+One iteration of a CPU table config (default ``baselines/configs/cpu/gigpo_smollm2_frozenlake.yaml``, cut to
+``--tasks`` x its group size episodes of at most ``--max-turns`` turns, from the base model), split into its
+phases: generation (prefill + decode), the old-policy and reference log-prob passes, the update's
+forward+backward, and the optimizer steps. Each phase's achieved FLOP/s (model FLOPs per token x tokens it
+processed) is set against this machine's measured fp32 matmul throughput at the same thread count.
+
+The iteration runs twice in one process, first with the old-policy pass as it was (``reuse_sampling_logprobs``
+off), then with it taken from the sampler (on; see ``Trainer.sampling_logps_are_old``), so the two iteration
+times are side by side on the same machine state. Writes a JSON record (value, versions, date, machine, command).
+
+Run: ``python tools/phase_bench.py --out docs/figures/phases.json``
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gc
+import json
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from agentgym.models.threads import apply_threads  # noqa: E402
+from agentgym.rl.config import load_config_file, make_args  # noqa: E402
+from agentgym.rl.runinfo import versions  # noqa: E402
+
+CONFIG = "baselines/configs/cpu/gigpo_smollm2_frozenlake.yaml"
+
+
+def matmul_flops(m: int, k: int, n: int, seconds: float = 2.0) -> float:
+    """Best fp32 FLOP/s of ``(m, k) @ (k, n)`` over repeated calls for about ``seconds``."""
+    a, b = torch.randn(m, k), torch.randn(k, n)
+    torch.mm(a, b)
+    best = float("inf")
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        t0 = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * m * k * n / best
+
+
+def model_flops_per_token(model, context: float) -> dict[str, float]:
+    """Forward FLOPs per token: 2 x matmul weights (the tied output head counted once, as it is used once) plus
+    causal attention at an average ``context`` (QK^T and AV: 2 x layers x hidden x context)."""
+    cfg = model.config
+    weights = sum(p.numel() for n, p in model.named_parameters() if p.dim() == 2 and "embed_tokens" not in n)
+    if getattr(cfg, "tie_word_embeddings", False):
+        weights += model.get_output_embeddings().weight.numel()
+    attn = 2.0 * cfg.num_hidden_layers * cfg.hidden_size * context
+    return {"matmul_weights": float(weights), "forward": 2.0 * weights + attn}
+
+
+def one_iteration(args) -> dict:
+    """Build a trainer for ``args``, run one iteration, return its timings, token counts and FLOP figures."""
+    from agentgym.rl.trainer import Trainer
+    from baselines import gigpo
+
+    trainer = Trainer(args, algo="gigpo")
+    opt_s = [0.0]
+    step = trainer.optimizer.step
+
+    def timed_step(*a, **kw):
+        t0 = time.perf_counter()
+        out = step(*a, **kw)
+        opt_s[0] += time.perf_counter() - t0
+        return out
+
+    trainer.optimizer.step = timed_step
+    t0 = time.perf_counter()
+    m = trainer.train_iteration(gigpo.compute_advantages, gigpo.policy_loss)
+    wall = time.perf_counter() - t0
+    rows = m["rollout/num_turns"]
+    tokens = m["perf/train_tokens"]  # prompt + response tokens of every row: what each full pass processes
+    per_tok = model_flops_per_token(trainer.model, context=tokens / max(rows, 1) / 2)
+    fwd = per_tok["forward"]
+    phases = {
+        "generation": (m["time/generation_s"], fwd * tokens),
+        "old_logprob": (m.get("time/old_logprob_s", 0.0), fwd * tokens),
+        "ref_logprob": (m.get("time/ref_logprob_s", 0.0), fwd * tokens if trainer.ref_model is not None else 0.0),
+        "forward_backward": (m["time/update_s"] - opt_s[0], 3.0 * fwd * tokens * args.update_epochs),
+        "optimizer": (opt_s[0], 0.0),
+    }
+    out = {
+        "iteration_s": round(wall, 2),
+        "rows": int(rows),
+        "tokens_per_pass": int(tokens),
+        "generated_tokens": int(m["perf/generated_tokens"]),
+        "forward_flops_per_token": fwd,
+        "old_pass_skipped": bool(trainer.sampling_logps_are_old),
+        "phases": {
+            k: {"seconds": round(s, 3), "flops": f, "gflop_per_s": round(f / s / 1e9, 2) if s > 0 and f else None}
+            for k, (s, f) in phases.items()
+        },
+        "success_rate": m["charts/success_rate"],
+    }
+    del trainer
+    gc.collect()
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--config", default=CONFIG, help=f"the RL config (default {CONFIG})")
+    p.add_argument("--tasks", type=int, default=1, help="tasks per iteration (default 1; x the config's group size)")
+    p.add_argument("--max-turns", type=int, default=4, help="turn limit per episode (default 4)")
+    p.add_argument("--beta", type=float, default=0.01, help="KL coefficient, > 0 runs the reference pass (0.01)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: the thread policy)")
+    p.add_argument("--out", default="docs/figures/phases.json", help="the JSON record to write")
+    opts = p.parse_args(argv)
+    threads = apply_threads(opts.threads).threads
+    from baselines import gigpo
+
+    config = load_config_file(ROOT / opts.config)
+    config.update(
+        init_from=None,  # the base model: the SFT run the table starts from need not exist here
+        num_tasks=opts.tasks,
+        max_turns=opts.max_turns,
+        beta=opts.beta,
+        total_iterations=1,
+        progress=False,
+        plot=False,
+        export_model=False,
+        save_every=0,
+        threads=threads,
+        output_dir=str(ROOT / "runs" / "phase_bench"),
+    )
+    mm = {
+        "square_1024": matmul_flops(1024, 1024, 1024),
+        "smollm2_mlp_512_tokens": matmul_flops(512, 576, 1536),
+    }
+    print(f"matmul fp32 at {threads} thread(s): " + ", ".join(f"{k} {v / 1e9:.1f} GFLOP/s" for k, v in mm.items()))
+    peak = max(mm.values())
+    runs = {}
+    for label, reuse in (("before", False), ("after", True)):
+        args = make_args(gigpo.Args, {**config, "exp_name": f"phase_{label}", "reuse_sampling_logprobs": reuse})
+        r = one_iteration(args)
+        for ph in r["phases"].values():
+            ph["share_of_matmul_peak"] = round(ph["gflop_per_s"] * 1e9 / peak, 3) if ph["gflop_per_s"] else None
+        runs[label] = r
+        print(f"{label}: iteration {r['iteration_s']} s, " + ", ".join(
+            f"{k} {v['seconds']} s ({v['gflop_per_s']} GFLOP/s)" for k, v in r["phases"].items()
+        ), flush=True)
+    record = {
+        "what": "one SmolLM2-135M RL iteration per phase: seconds, achieved FLOP/s, share of measured matmul peak",
+        "value": {label: r["iteration_s"] for label, r in runs.items()},
+        "runs": runs,
+        "matmul_flop_per_s": mm,
+        "threads": threads,
+        "settings": {"config": opts.config, "tasks": opts.tasks, "max_turns": opts.max_turns, "beta": opts.beta},
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cpu": platform.processor() or platform.machine(), "logical_cpus": os.cpu_count(),
+                    "load_average": os.getloadavg()},
+        "versions": {k: v for k, v in versions("cpu").items() if k != "argv"},
+        "command": "python tools/phase_bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
+    }  # fmt: skip
+    out = ROOT / opts.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"record written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
