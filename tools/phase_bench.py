@@ -8,7 +8,8 @@ processed) is set against this machine's measured fp32 matmul throughput at the 
 
 The iteration runs twice in one process, first with the old-policy pass as it was (``reuse_sampling_logprobs``
 off), then with it taken from the sampler (on; see ``Trainer.sampling_logps_are_old``), so the two iteration
-times are side by side on the same machine state. Writes a JSON record (value, versions, date, machine, command).
+times are side by side. The sampler's log-probs replace the pass only in fp32: on a CPU with native bf16 the
+table configs (``dtype: bfloat16``) compute under autocast and keep it (``--dtype float32`` to compare). Writes a JSON record (value, versions, date, machine, command).
 
 Run: ``python tools/phase_bench.py --out docs/figures/phases.json``
 """
@@ -109,6 +110,12 @@ def one_iteration(args) -> dict:
     return out
 
 
+def _autocast(config: dict) -> bool:
+    from agentgym.models.loading import cpu_has_native_bf16
+
+    return str(config.get("dtype")) in ("bfloat16", "bf16") and cpu_has_native_bf16()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--config", default=CONFIG, help=f"the RL config (default {CONFIG})")
@@ -116,6 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-turns", type=int, default=4, help="turn limit per episode (default 4)")
     p.add_argument("--beta", type=float, default=0.01, help="KL coefficient, > 0 runs the reference pass (0.01)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: the thread policy)")
+    p.add_argument("--dtype", help="compute dtype (default: the config's; float32 lets the old pass go)")
     p.add_argument("--out", default="docs/figures/phases.json", help="the JSON record to write")
     opts = p.parse_args(argv)
     threads = apply_threads(opts.threads).threads
@@ -135,6 +143,8 @@ def main(argv: list[str] | None = None) -> int:
         threads=threads,
         output_dir=str(ROOT / "runs" / "phase_bench"),
     )
+    if opts.dtype:
+        config["dtype"] = opts.dtype
     mm = {
         "square_1024": matmul_flops(1024, 1024, 1024),
         "smollm2_mlp_512_tokens": matmul_flops(512, 576, 1536),
@@ -148,16 +158,19 @@ def main(argv: list[str] | None = None) -> int:
         for ph in r["phases"].values():
             ph["share_of_matmul_peak"] = round(ph["gflop_per_s"] * 1e9 / peak, 3) if ph["gflop_per_s"] else None
         runs[label] = r
-        print(f"{label}: iteration {r['iteration_s']} s, " + ", ".join(
-            f"{k} {v['seconds']} s ({v['gflop_per_s']} GFLOP/s)" for k, v in r["phases"].items()
-        ), flush=True)
+        print(
+            f"{label}: iteration {r['iteration_s']} s, "
+            + ", ".join(f"{k} {v['seconds']} s ({v['gflop_per_s']} GFLOP/s)" for k, v in r["phases"].items()),
+            flush=True,
+        )
     record = {
         "what": "one SmolLM2-135M RL iteration per phase: seconds, achieved FLOP/s, share of measured matmul peak",
         "value": {label: r["iteration_s"] for label, r in runs.items()},
         "runs": runs,
         "matmul_flop_per_s": mm,
         "threads": threads,
-        "settings": {"config": opts.config, "tasks": opts.tasks, "max_turns": opts.max_turns, "beta": opts.beta},
+        "settings": {"config": opts.config, "tasks": opts.tasks, "max_turns": opts.max_turns, "beta": opts.beta,
+                     "dtype": config.get("dtype"), "bf16_autocast_on_this_cpu": _autocast(config)},
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": {"cpu": platform.processor() or platform.machine(), "logical_cpus": os.cpu_count(),
                     "load_average": os.getloadavg()},

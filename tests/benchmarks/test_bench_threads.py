@@ -39,7 +39,9 @@ def trainer(tmp_path_factory, competing_job):
 
     config = load_config_file(ROOT / "baselines/configs/small/grpo_tiny_echo.yaml")
     out = tmp_path_factory.mktemp("threads")
-    args = make_args(grpo.Args, {**config, "output_dir": str(out), "progress": False, "plot": False, "threads": 1})
+    # a quarter of the config's 16 tasks per iteration: the two-thread choice can take minutes on a busy box
+    overrides = {"num_tasks": 4, "output_dir": str(out), "progress": False, "plot": False, "threads": 1}
+    args = make_args(grpo.Args, {**config, **overrides})
     t = Trainer(args, algo="grpo")
     yield t, grpo
     t.logger.close()
@@ -61,7 +63,7 @@ def test_bench_tiny_grpo_iteration_threads(benchmark, trainer, choice):
     benchmark.extra_info["threads"] = n
     try:
         benchmark.pedantic(
-            lambda: t.train_iteration(grpo.compute_advantages, grpo.policy_loss), rounds=5, warmup_rounds=1
+            lambda: t.train_iteration(grpo.compute_advantages, grpo.policy_loss), rounds=3, warmup_rounds=1
         )
     finally:
         torch.set_num_threads(saved)
