@@ -9,7 +9,8 @@ processed) is set against this machine's measured fp32 matmul throughput at the 
 The iteration runs twice in one process, first with the old-policy pass as it was (``reuse_sampling_logprobs``
 off), then with it taken from the sampler (on; see ``Trainer.sampling_logps_are_old``), so the two iteration
 times are side by side. The sampler's log-probs replace the pass only in fp32: on a CPU with native bf16 the
-table configs (``dtype: bfloat16``) compute under autocast and keep it (``--dtype float32`` to compare). Writes a JSON record (value, versions, date, machine, command).
+table configs (``dtype: bfloat16``) compute under autocast and keep it (``--dtype float32`` to compare).
+Writes a JSON record (value, versions, date, machine, command).
 
 Run: ``python tools/phase_bench.py --out docs/figures/phases.json``
 """
@@ -17,11 +18,7 @@ Run: ``python tools/phase_bench.py --out docs/figures/phases.json``
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import gc
-import json
-import os
-import platform
 import sys
 import time
 from pathlib import Path
@@ -30,10 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
+from measure_record import write_record  # noqa: E402
 
 from agentgym.models.threads import apply_threads  # noqa: E402
 from agentgym.rl.config import load_config_file, make_args  # noqa: E402
-from agentgym.rl.runinfo import versions  # noqa: E402
 
 CONFIG = "baselines/configs/cpu/gigpo_smollm2_frozenlake.yaml"
 
@@ -171,16 +168,8 @@ def main(argv: list[str] | None = None) -> int:
         "threads": threads,
         "settings": {"config": opts.config, "tasks": opts.tasks, "max_turns": opts.max_turns, "beta": opts.beta,
                      "dtype": config.get("dtype"), "bf16_autocast_on_this_cpu": _autocast(config)},
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu": platform.processor() or platform.machine(), "logical_cpus": os.cpu_count(),
-                    "load_average": os.getloadavg()},
-        "versions": {k: v for k, v in versions("cpu").items() if k != "argv"},
-        "command": "python tools/phase_bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
     }  # fmt: skip
-    out = ROOT / opts.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"record written to {out}")
+    write_record(opts.out, record, "tools/phase_bench.py", argv)
     return 0
 
 

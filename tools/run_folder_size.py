@@ -7,10 +7,6 @@ Run: ``python tools/run_folder_size.py runs/demo_sft_smollm2_frozenlake --out do
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
-import os
-import platform
 import sys
 from pathlib import Path
 
@@ -61,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("run", help="the run folder")
     p.add_argument("--out", default="docs/figures/run_folder.json", help="the JSON record to write")
     opts = p.parse_args(argv)
-    from agentgym.rl.runinfo import versions
+    from measure_record import write_record
 
     run = Path(opts.run)
     parts = folder_parts(run)
@@ -75,15 +71,8 @@ def main(argv: list[str] | None = None) -> int:
         "value": total,
         "parts": parts,
         "run_config": config,
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu": platform.processor() or platform.machine(), "logical_cpus": os.cpu_count()},
-        "versions": {k: v for k, v in versions("cpu").items() if k != "argv"},
-        "command": "python tools/run_folder_size.py " + " ".join(sys.argv[1:] if argv is None else argv),
     }
-    out = ROOT / opts.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"record written to {out}")
+    write_record(opts.out, record, "tools/run_folder_size.py", argv)
     return 0
 
 

@@ -10,10 +10,7 @@ Run: ``python tools/thread_bench.py --iterations 10 --competitors 1 --out docs/f
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -24,8 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from measure_record import write_record  # noqa: E402
+
 from agentgym.models.threads import choose_threads, usable_cores  # noqa: E402
-from agentgym.rl.runinfo import versions  # noqa: E402
 
 CONFIG = "baselines/configs/small/grpo_tiny_echo.yaml"
 
@@ -93,16 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         "iterations": opts.iterations,
         "physical_cores": cores,
         "policy_now": choose_threads(env={}).describe(),
-        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"cpu": platform.processor() or platform.machine(), "logical_cpus": os.cpu_count()},
-        "versions": {k: v for k, v in versions("cpu").items() if k != "argv"},
-        "command": "python tools/thread_bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
         "timed_command": " ".join(command(opts.iterations, "<tmp>", None)[1:]),
     }
-    out = ROOT / opts.out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
-    print(f"record written to {out}")
+    write_record(opts.out, record, "tools/thread_bench.py", argv)
     return 0
 
 
