@@ -84,7 +84,7 @@ def one_iteration(args) -> dict:
     fwd = per_tok["forward"]
     phases = {
         "generation": (m["time/generation_s"], fwd * tokens),
-        "old_logprob": (m.get("time/old_logprob_s", 0.0), fwd * tokens),
+        "old_logprob": (m.get("time/old_logprob_s", 0.0), 0.0 if trainer.sampling_logps_are_old else fwd * tokens),
         "ref_logprob": (m.get("time/ref_logprob_s", 0.0), fwd * tokens if trainer.ref_model is not None else 0.0),
         "forward_backward": (m["time/update_s"] - opt_s[0], 3.0 * fwd * tokens * args.update_epochs),
         "optimizer": (opt_s[0], 0.0),
@@ -120,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-turns", type=int, default=4, help="turn limit per episode (default 4)")
     p.add_argument("--beta", type=float, default=0.01, help="KL coefficient, > 0 runs the reference pass (0.01)")
     p.add_argument("--threads", type=int, default=None, help="CPU threads (default: the thread policy)")
+    p.add_argument("--rounds", type=int, default=1, help="iterations per variant, in ABBA order (default 1)")
     p.add_argument("--dtype", help="compute dtype (default: the config's; float32 lets the old pass go)")
     p.add_argument("--out", default="docs/figures/phases.json", help="the JSON record to write")
     opts = p.parse_args(argv)
@@ -155,17 +156,23 @@ def main(argv: list[str] | None = None) -> int:
     runs = {}
     # under bf16 autocast the sampler's log-probs are not the old pass's numbers: both runs would be the same
     variants = (("before", False),) if autocast else (("before", False), ("after", True))
-    for label, reuse in variants:
+    # ABBA order over --rounds x 2 iterations per variant, so a load that drifts during the run hits both alike
+    order = [v for r in range(opts.rounds) for v in (variants if r % 2 == 0 else variants[::-1])]
+    samples: dict[str, list[dict]] = {}
+    for label, reuse in order:
         args = make_args(gigpo.Args, {**config, "exp_name": f"phase_{label}", "reuse_sampling_logprobs": reuse})
         r = one_iteration(args)
         for ph in r["phases"].values():
             ph["share_of_matmul_peak"] = round(ph["gflop_per_s"] * 1e9 / peak, 3) if ph["gflop_per_s"] else None
-        runs[label] = r
+        samples.setdefault(label, []).append(r)
         print(
             f"{label}: iteration {r['iteration_s']} s, "
             + ", ".join(f"{k} {v['seconds']} s ({v['gflop_per_s']} GFLOP/s)" for k, v in r["phases"].items()),
             flush=True,
         )
+    for label, rs in samples.items():  # the median iteration of each variant, with every iteration's time kept
+        rs = sorted(rs, key=lambda r: r["iteration_s"])
+        runs[label] = {**rs[(len(rs) - 1) // 2], "iteration_s_all": [r["iteration_s"] for r in samples[label]]}
     record = {
         "what": "one SmolLM2-135M RL iteration per phase: seconds, achieved FLOP/s, share of measured matmul peak",
         "value": {label: r["iteration_s"] for label, r in runs.items()},
@@ -174,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         "matmul_dtype": str(compute),
         "threads": threads,
         "settings": {"config": opts.config, "tasks": opts.tasks, "max_turns": opts.max_turns, "beta": opts.beta,
+                     "rounds": opts.rounds,
                      "dtype": config.get("dtype"), "bf16_autocast_on_this_cpu": _autocast(config)},
     }  # fmt: skip
     write_record(opts.out, record, "tools/phase_bench.py", argv)
