@@ -66,6 +66,14 @@ def _phases(rec: dict) -> list[str]:
     out.append(
         "| **iteration** | " + " | ".join(f"**{rec['runs'][lab]['iteration_s']:.1f}** | |" for lab in labels) + " |"
     )
+    if all("iteration_s_all" in rec["runs"][lab] for lab in labels) and len(labels) > 1:
+        every = "; ".join(
+            f"{lab} " + ", ".join(f"{x:.1f}" for x in rec["runs"][lab]["iteration_s_all"]) for lab in labels
+        )
+        out.append("")
+        out.append(
+            f"Every iteration's seconds, in ABBA order over the run: {every} (the table shows the lower of each)."
+        )
     peak = max(rec["matmul_flop_per_s"].values()) / 1e9
     r = rec["runs"][labels[0]]
     s = rec["settings"]
@@ -86,6 +94,8 @@ def _run_folder(rec: dict) -> list[str]:
     out = ["| part | MB | why |", "|---|---|---|"]
     for key, size in parts.items():
         why = next((w for k, w in WHY.items() if key.endswith(k)), "")
+        if key.startswith("ckpt_") and ":" not in key:
+            why = "the resume state, one `state.pt` (its two big parts below)"
         if size >= 1e6 or why:
             out.append(f"| `{key}` | {size / 1e6:.1f} | {why} |")
     small = sum(v for k, v in parts.items() if ":" not in k and v < 1e6)
