@@ -41,13 +41,23 @@ def _resolve(target: str):
     return getattr(importlib.import_module(module), attr)
 
 
-def load_agent(spec: str, **kwargs: Any):
+def load_agent(spec: str, *, threads: int | None = None, **kwargs: Any):
     """Build an agent from a command-line spec.
 
     ``random``, ``expert``, ``module:Class`` (any importable class; constructed with no arguments), and
-    the model agents of :mod:`agentgym.agents` (``hf:ID_OR_PATH``, ``openai:MODEL``, ...) when present.
+    the model agents of :mod:`agentgym.agents` (``hf:ID_OR_PATH``, ``openai:MODEL``, ...) when present. A model
+    run here (``hf:``) gets ``threads`` CPU threads (None: :func:`agentgym.models.threads.choose_threads`).
     """
-    from agentgym.agents import ExpertAgent, RandomAgent
+    from agentgym.agents import ExpertAgent, RandomAgent, model_target
+
+    target = model_target(spec)
+    if target is not None and target[0] == "hf":
+        from agentgym.models.threads import apply_threads
+
+        try:
+            apply_threads(threads)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
 
     if spec == "random":
         return RandomAgent(seed=kwargs.get("seed", 0))
@@ -299,7 +309,7 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
 
 def _agent_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Model-agent settings of ``eval`` (AGENTS): passed to ``agentgym.agents.from_spec``; None = default."""
-    keys = ("base_url", "temperature", "max_new_tokens", "history_length", "style")
+    keys = ("base_url", "temperature", "max_new_tokens", "history_length", "style", "threads")
     return {"seed": args.seed, **{k: getattr(args, k, None) for k in keys}}
 
 
@@ -533,6 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--max-new-tokens", type=int, help="response length cap of model agents (default 512)")
     sp.add_argument("--history-length", type=int, help="past turns in the prompt (default 2; -1 = all)")
     sp.add_argument("--style", help="prompt style, e.g. erl for Sokoban/FrozenLake (default: the env's first)")
+    sp.add_argument(
+        "--threads", type=int, help="CPU threads of hf: models (default: OMP_NUM_THREADS, else idle cores)"
+    )
     sp.add_argument(
         "--env-backend",
         default="inprocess",

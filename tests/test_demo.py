@@ -90,6 +90,20 @@ def test_cpu_table_trains_sft_for_the_asked_epochs_and_rl_from_that_run(tmp_path
     assert "--total-iterations" not in cmds[-1]
 
 
+def test_the_demo_reports_its_disk_use_and_drops_the_resume_state(tmp_path):
+    run = tmp_path / "demo_sft"
+    (run / "ckpt_000001").mkdir(parents=True)
+    (run / "ckpt_000001" / "state.pt").write_bytes(b"x" * 3_000_000)
+    (run / "model").mkdir()
+    (run / "model" / "model.safetensors").write_bytes(b"x" * 1_000_000)
+    kept = demo.run_space([run], keep_checkpoints=True)
+    assert (run / "ckpt_000001").exists() and "removed" not in kept and "disk used by the demo" in kept
+    report = demo.run_space([run], keep_checkpoints=False)
+    assert not (run / "ckpt_000001").exists() and (run / "model" / "model.safetensors").exists()
+    assert f"{run}: 0.00 GB, removed 1 checkpoint(s) of 0.00 GB" in report
+    assert demo.folder_bytes(run) == 1_000_000
+
+
 def test_demo_prints_intervals_labels_its_smoke_run_and_shows_the_recorded_result(tmp_path):
     """The main job's RL stage is too small to show an effect: it says so, prints each rate's 95% interval and
     the recorded full-size result of the same path beside it, and draws both (no single-point curve)."""

@@ -120,10 +120,50 @@ def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict, env_i
     return row
 
 
-def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG, rl_config: str = RL_CONFIG) -> None:
+def folder_bytes(path: Path) -> int:
+    """Bytes of the files under ``path``."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def run_space(runs: list[Path], *, keep_checkpoints: bool) -> str:
+    """The space the demo's run folders take, after removing their ``ckpt_*`` unless ``keep_checkpoints``.
+
+    A SmolLM2 checkpoint is the resume state (fp32 weights and AdamW's two moments: ~3 x 538 MB); the demo
+    evaluates from each run's ``model/`` folder (538 MB) and starts afresh next time, so it drops them.
+    """
+    lines = []
+    total = 0
+    for run in runs:
+        ckpts = sorted(run.glob("ckpt_*"))
+        ckpt_bytes = sum(folder_bytes(c) for c in ckpts)
+        if not keep_checkpoints:
+            for c in ckpts:
+                shutil.rmtree(c, ignore_errors=True)
+        size = folder_bytes(run)
+        total += size
+        dropped = (
+            f", removed {len(ckpts)} checkpoint(s) of {ckpt_bytes / 1e9:.2f} GB"
+            if ckpts and not keep_checkpoints
+            else ""
+        )
+        lines.append(f"  {run}: {size / 1e9:.2f} GB{dropped}")
+    keep = "" if keep_checkpoints else " (--keep-checkpoints keeps the resume state)"
+    return f"disk used by the demo's runs: {total / 1e9:.2f} GB{keep}\n" + "\n".join(lines)
+
+
+def smollm2_learns(
+    out: Path,
+    n: int,
+    train: bool,
+    sft_config: str = SFT_CONFIG,
+    rl_config: str = RL_CONFIG,
+    keep_checkpoints: bool = False,
+) -> None:
     from agentgym.models.loading import load_model, smollm2_checkpoint
+    from agentgym.models.threads import apply_threads
     from agentgym.rl.checkpoint import load_model_weights
 
+    apply_threads()  # the evaluations too, not only the trainers, take the idle cores (printed)
     sft_cfg, rl_cfg = _config(sft_config), _config(rl_config)
     method = Path(rl_config).name.split("_")[0]  # grpo_smollm2_... -> baselines/grpo.py
     label = {"gigpo": "GiGPO", "sapo": "SAPO", "rloo": "RLOO"}.get(method, method.upper())
@@ -183,6 +223,7 @@ def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG,
             + " ".join(f"{r['charts/success_rate']:.2f}" for r in rl_hist)
         )
         print(f"{label} seconds per iteration: " + " ".join(f"{r['time/iteration_s']:.0f}" for r in rl_hist))
+        print(run_space([sft_dir, rl_dir], keep_checkpoints=keep_checkpoints))
     print("\n" + format_table(rows, COLUMNS + ["seconds", "train_s"]))
     recorded = recorded_stages(method)
     print("\n" + "\n".join(compare_lines(stages, recorded, rl_cfg if train else None, label)))
@@ -408,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--sft-config", default=SFT_CONFIG, help="config of the SFT stage")
     p.add_argument("--rl-config", default=RL_CONFIG, help="config of the RL stage (started from the SFT run)")
     p.add_argument(
+        "--keep-checkpoints", action="store_true", help="keep the runs' ckpt_* (resume state, ~1.6 GB each)"
+    )
+    p.add_argument(
         "--eval",
         nargs="+",
         metavar="RUN",
@@ -433,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
     scripted(out, 8 if args.quick else 20)
     if not args.skip_llm:
         n = args.episodes or (4 if args.quick else DEMO_EPISODES)
-        smollm2_learns(out, n, not (args.skip_train or args.quick), args.sft_config, args.rl_config)
+        train = not (args.skip_train or args.quick)
+        smollm2_learns(out, n, train, args.sft_config, args.rl_config, keep_checkpoints=args.keep_checkpoints)
     print(f"\nmain job: {time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -52,6 +52,9 @@ class Args:
     AdamW step below bf16's resolution, e.g. lr 1e-6, is rounded away for most weights)"""
     device: str | None = None
     """``cpu``/``cuda``; None: CUDA when available"""
+    threads: int | None = None
+    """CPU threads for torch on a CPU device; None: ``OMP_NUM_THREADS`` if set, else the cores not busy with other
+    work (``agentgym.models.threads``)"""
     bf16_autocast: bool = True
     """bf16 autocast for forward passes on GPU, and on CPU when ``dtype: bfloat16`` and the CPU has native bf16
     (1.7x faster SmolLM2 forward+backward on an AVX-512-BF16 CPU; without it bf16 is emulated, ~3x slower, so
@@ -142,6 +145,9 @@ class Args:
     ``micro-batch`` (verl-agent: each micro-batch's own mean, divided by the number of micro-batches)"""
     logprob_chunk_size: int = 1024
     """positions per output-head chunk in logprob computation"""
+    reuse_sampling_logprobs: bool = True
+    """take ``old_per_token_logps`` from the HF rollout's own sampling log-probs where they are the same numbers
+    (fp32 compute, top_p 1, rows as sampled, no read-out tokens, no dropout) instead of a second forward pass"""
     epsilon_low: float = 0.2
     """PPO clip, lower (paper: 0.2)"""
     epsilon_high: float = 0.2

@@ -146,6 +146,10 @@ class Trainer:
             self.device = f"cuda:{self.dist.local_rank}"
         else:
             self.device = "cpu"
+        if torch.device(self.device).type == "cpu":
+            from agentgym.models.threads import apply_threads
+
+            self.threads = apply_threads(getattr(args, "threads", None), announce=self.dist.is_main).threads
         seed_everything(args.seed + self.dist.rank)
         self.model, self.tokenizer = load_policy(args, self.device)
         if args.init_from:  # SFT -> RL: the policy (and so the reference model) starts from that run's weights
@@ -355,8 +359,8 @@ class Trainer:
                 temperature=temperature,
                 top_p=a.top_p if top_p is None else top_p,
                 top_k=top_k,
-                # recomputed by score() with the training forward; another engine's are kept to measure drift
-                return_logprobs=a.rollout_engine != "hf",
+                # another engine's are kept to measure drift; the HF engine's replace score()'s old-policy pass
+                return_logprobs=a.rollout_engine != "hf" or self.sampling_logps_are_old,
                 suppress_token_ids=self.exclude_ids or None,
                 env_kwargs=a.env_kwargs or None,
                 seed=seed,
@@ -390,6 +394,34 @@ class Trainer:
         spent = time.perf_counter() - t0
         self._sync_s += spent
         return spent
+
+    @property
+    def sampling_logps_are_old(self) -> bool:
+        """Whether the HF rollout's sampling log-probs are the old policy's ``old_per_token_logps`` (no rescoring).
+
+        They are when the rollout samples with the trained weights themselves (HF engine, not sharded) in fp32
+        (no bf16 autocast), from the full tempered softmax the loss uses (top_p 1; suppressed ids excluded in
+        both), the rows are the sampled (prompt, response) pairs (no method rewrites them: ``collect``,
+        ``training_batch`` and ``score_batch`` are this class's), no read-out logits are needed (SAPO) and
+        nothing is random in the forward (no dropout). Then the old pass would recompute the same numbers up
+        to float summation order (tests/rl/test_phases.py).
+        """
+        a = self.args
+        cls = type(self)
+        cfg = getattr(getattr(self.model, "config", None), "attention_dropout", 0.0) or 0.0
+        return bool(
+            getattr(a, "reuse_sampling_logprobs", False)
+            and a.rollout_engine == "hf"
+            and not self.sharded
+            and not self.autocast_active
+            and a.top_p >= 1.0
+            and not self.reserved_ids
+            and (a.lora_rank == 0 or a.lora_dropout == 0)
+            and float(cfg) == 0.0
+            and cls.collect is Trainer.collect
+            and cls.training_batch is Trainer.training_batch
+            and cls.score_batch is Trainer.score_batch
+        )
 
     def make_batch(self, rb: Any) -> TurnBatch:
         """Training rows of a rollout: one per turn, with shaped rewards in ``meta``."""
@@ -464,6 +496,10 @@ class Trainer:
         was_training = self.model.training
         self.model.eval()  # no dropout in scoring (the training forward's dropout is 0 for our models too)
         n_mb = -(-B // mbs)
+        # the sampler's log-probs are the old policy's (see sampling_logps_are_old): no old-policy forward
+        reuse = (
+            "sampling_per_token_logps" in batch and self.args.rollout_engine == "hf" and self.sampling_logps_are_old
+        )
         if self.sharded and (self.ref_model is not None or self.critic is not None):
             n_mb = max_over_ranks(n_mb, self.dist)  # sharded ref/critic forwards: the same count on every rank
         for k in range(n_mb):
@@ -479,10 +515,11 @@ class Trainer:
             mb = batch.select(rows).to(self.device)
             t_mb = mb.completion_length
             t0 = time.perf_counter()
-            out = self.forward(mb, readout=readout is not None)
-            old[s : s + len(rows), :t_mb] = out["per_token_logps"].float().cpu()
-            if readout is not None:
-                readout[s : s + len(rows), : t_mb + 1] = out["readout"].float().cpu()
+            if not reuse:
+                out = self.forward(mb, readout=readout is not None)
+                old[s : s + len(rows), :t_mb] = out["per_token_logps"].float().cpu()
+                if readout is not None:
+                    readout[s : s + len(rows), : t_mb + 1] = out["readout"].float().cpu()
             t1 = time.perf_counter()
             times["time/old_logprob_s"] += t1 - t0
             if ref is not None:
@@ -494,8 +531,10 @@ class Trainer:
                 times["time/critic_s"] += time.perf_counter() - t2
         if was_training:
             self.model.train()
+        if reuse:
+            old = batch["sampling_per_token_logps"].float() * batch["completion_mask"].float()  # (B, T)
         batch["old_per_token_logps"] = old
-        if "sampling_per_token_logps" in batch:  # the rollout engine's log-probs vs the trainer's recomputation
+        if "sampling_per_token_logps" in batch and not reuse:  # the rollout engine's log-probs vs the trainer's
             mask = batch["completion_mask"].float()
             gap = (batch["sampling_per_token_logps"] - old).abs() * mask
             times["rollout/logprob_diff"] = float(gap.sum() / mask.sum().clamp(min=1.0))
@@ -678,9 +717,23 @@ class Trainer:
             return None
         if not self.dist.is_main:
             return None
+        from agentgym.models.prompt_settings import write_prompt_settings
         from agentgym.rl.engine import save_policy_folder
 
-        return save_policy_folder(self.model, self.tokenizer, self.run_dir / "model")
+        folder = save_policy_folder(self.model, self.tokenizer, self.run_dir / "model")
+        a = self.args
+        write_prompt_settings(  # `agentgym eval --agent hf:<folder>` then prompts as training did
+            folder,
+            env_id=a.env_id,
+            style=a.prompt_style,
+            template=getattr(self.template, "id", type(self.template).__name__),
+            history_length=a.history_length,
+            max_new_tokens=a.max_new_tokens,
+            max_prompt_tokens=a.max_prompt_tokens,
+            answer_format=self.template.format_answer("...", "ACTION"),
+            trained_by=self.algo,
+        )
+        return folder
 
     def save(self) -> None:
         if self.sharded:
@@ -689,7 +742,8 @@ class Trainer:
         if self.sharded:
             gather_for_inference(self.model)
         if self.dist.is_main:
-            save_checkpoint(self.run_dir, self.iteration, state)
+            # one checkpoint: the write is atomic, so the previous one is only deleted once this one is whole
+            save_checkpoint(self.run_dir, self.iteration, state, keep=1)
 
     # -- the loop --------------------------------------------------------------------------------------
     def fit(self, advantage_fn: AdvantageFn | None, loss_fn: LossFn) -> dict[str, float]:
