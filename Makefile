@@ -25,9 +25,10 @@ test-all: setup
 	$(BIN)/python -m pytest -q -m "not gpu"
 
 bench: setup
-	$(BIN)/python -m pytest tests/benchmarks --benchmark-only -m "" -q
+	$(BIN)/python -m pytest tests/benchmarks --benchmark-only -m "" -v   # -v: each benchmark named as it starts, with the share done
 
-# The measured learning tables of baselines/README.md (multi-seed check of every baseline), regenerated.
+# The multi-seed learning check of every baseline, rerun; then every figure block of the docs re-rendered from its
+# record (docs/figures/*.json). `python tools/figures.py --render` re-renders without training.
 figures: setup
 	$(BIN)/python tools/figures.py
 

@@ -17,6 +17,8 @@ import inspect
 import logging
 import os
 import sys
+import traceback
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -30,6 +32,7 @@ DELEGATED: dict[str, tuple[str, str]] = {
         "agentgym.models.serve:main",
         "OpenAI-compatible server: `agentgym serve --model ID [--engine hf|vllm]`",
     ),
+    "openenv": ("agentgym.integrations.openenv:main", "serve an env to the OpenEnv spec: `agentgym openenv serve ID`"),
 }
 
 
@@ -38,13 +41,23 @@ def _resolve(target: str):
     return getattr(importlib.import_module(module), attr)
 
 
-def load_agent(spec: str, **kwargs: Any):
+def load_agent(spec: str, *, threads: int | None = None, **kwargs: Any):
     """Build an agent from a command-line spec.
 
     ``random``, ``expert``, ``module:Class`` (any importable class; constructed with no arguments), and
-    the model agents of :mod:`agentgym.agents` (``hf:ID_OR_PATH``, ``openai:MODEL``, ...) when present.
+    the model agents of :mod:`agentgym.agents` (``hf:ID_OR_PATH``, ``openai:MODEL``, ...) when present. A model
+    run here (``hf:``) gets ``threads`` CPU threads (None: :func:`agentgym.models.threads.choose_threads`).
     """
-    from agentgym.agents import ExpertAgent, RandomAgent
+    from agentgym.agents import ExpertAgent, RandomAgent, model_target
+
+    target = model_target(spec)
+    if target is not None and target[0] == "hf":
+        from agentgym.models.threads import apply_threads
+
+        try:
+            apply_threads(threads)
+        except ValueError as exc:
+            raise SystemExit(str(exc)) from None
 
     if spec == "random":
         return RandomAgent(seed=kwargs.get("seed", 0))
@@ -55,7 +68,10 @@ def load_agent(spec: str, **kwargs: Any):
     except ImportError:
         from_spec = None
     if from_spec is not None:
-        agent = from_spec(spec, **kwargs)
+        try:
+            agent = from_spec(spec, **kwargs)
+        except FileNotFoundError as exc:  # hf:FOLDER that is not there
+            raise SystemExit(f"--agent {spec}: {exc}") from exc
         if agent is not None:
             return agent
     if ":" in spec:
@@ -127,6 +143,8 @@ def check_env(env_id: str, kwargs: dict[str, Any], split: str | None = None) -> 
             f"--env-kwarg {', '.join(unknown)}: {env_id} takes no such argument; its arguments: {', '.join(known)} "
             "(the env class docstring describes each)"
         )
+    if kwargs:
+        _check_env_values(env_id, spec, kwargs, params)
     if split is None:
         return
     if "split" not in params:
@@ -139,6 +157,43 @@ def check_env(env_id: str, kwargs: dict[str, Any], split: str | None = None) -> 
         valid = list(getattr(importlib.import_module(table[0]), table[1]))
         if split not in valid:
             raise SystemExit(f"unknown split {split!r} for {env_id}; valid splits: {', '.join(valid)}")
+
+
+def _check_env_values(env_id: str, spec: Any, kwargs: dict[str, Any], params: Any) -> None:
+    """Build the env once with the ``--env-kwarg`` values, so a bad value is one line naming it, not a traceback."""
+    import gymnasium as gym
+
+    from agentgym.data import DataFileError
+
+    def rejects(kw: dict[str, Any]) -> Exception | None:
+        try:
+            gym.make(env_id, **kw).close()
+        except DataFileError:  # a broken data file, not the argument: reported (naming the file) when the run starts
+            return None
+        except (ValueError, TypeError) as exc:
+            return exc
+        except Exception:  # missing data or extra: reported, with its fix, when the run makes the env
+            return None
+        return None
+
+    exc = rejects(kwargs)
+    if exc is None:
+        return
+    culprits = [k for k in kwargs if rejects({k: kwargs[k]}) is not None] if len(kwargs) > 1 else list(kwargs)
+    culprits = culprits or list(kwargs)
+    allowed = []
+    for k in culprits:
+        p = params.get(k)
+        default = (spec.kwargs or {}).get(k, p.default if p is not None else inspect.Parameter.empty)
+        kind = p.annotation if p is not None and p.annotation is not inspect.Parameter.empty else None
+        allowed.append(
+            f"{k}: {kind or 'any'}" + ("" if default is inspect.Parameter.empty else f", default {default!r}")
+        )
+    given = ", ".join(f"{k}={kwargs[k]!r}" for k in culprits)
+    raise SystemExit(
+        f"--env-kwarg {given}: {env_id} rejects it ({type(exc).__name__}: {exc}); allowed: {'; '.join(allowed)} "
+        "(the env class docstring describes each)"
+    ) from exc
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -222,7 +277,7 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
         suite = get_suite(args.suite)
     except KeyError as exc:
         raise SystemExit(str(exc.args[0])) from exc
-    agent = load_agent(args.agent, **_agent_kwargs(args))
+    agent = _tool_agent(args) if args.tool_calls else load_agent(args.agent, **_agent_kwargs(args))
     # Without --out the submission goes under runs/ (git-ignored), never into the current folder's top level.
     out = Path(args.out or Path("runs") / f"submission-{suite.name}-{slugify(getattr(agent, 'name', args.agent))}")
     from agentgym.data import DataNotFoundError
@@ -254,8 +309,18 @@ def cmd_eval_suite(args: argparse.Namespace) -> int:
 
 def _agent_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Model-agent settings of ``eval`` (AGENTS): passed to ``agentgym.agents.from_spec``; None = default."""
-    keys = ("base_url", "temperature", "max_new_tokens", "history_length", "style")
+    keys = ("base_url", "temperature", "max_new_tokens", "history_length", "style", "threads")
     return {"seed": args.seed, **{k: getattr(args, k, None) for k in keys}}
+
+
+def _tool_agent(args: argparse.Namespace) -> Any:
+    """``eval --tool-calls``: an ``openai:MODEL`` agent that acts through the env's tools (OpenAI tool calls)."""
+    from agentgym.agents.tool_agent import OpenAIToolAgent
+
+    kind, _, model = args.agent.partition(":")
+    if kind != "openai" or not model:
+        raise SystemExit(f"--tool-calls needs --agent openai:MODEL (got {args.agent!r})")
+    return OpenAIToolAgent(model, **_agent_kwargs(args))
 
 
 def _eval_trials(args: argparse.Namespace, agent: Any, specs: list) -> int:
@@ -324,7 +389,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
         args.log = str(Path(args.out) / f"{args.env.split('/')[-1]}.jsonl")
     check_env(args.env, _parse_kwargs(args.env_kwarg), args.split)
-    agent = load_agent(args.agent, **_agent_kwargs(args))
+    agent = _tool_agent(args) if args.tool_calls else load_agent(args.agent, **_agent_kwargs(args))
     if args.split:
         # A split is played in order, each task once: episode i is task (seed + i) of the split.
         specs = [
@@ -479,6 +544,9 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--history-length", type=int, help="past turns in the prompt (default 2; -1 = all)")
     sp.add_argument("--style", help="prompt style, e.g. erl for Sokoban/FrozenLake (default: the env's first)")
     sp.add_argument(
+        "--threads", type=int, help="CPU threads of hf: models (default: OMP_NUM_THREADS, else idle cores)"
+    )
+    sp.add_argument(
         "--env-backend",
         default="inprocess",
         choices=["inprocess", "async", "ray"],
@@ -486,6 +554,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--num-workers", type=int, default=1, help="env processes/actors for async/ray")
     sp.add_argument("--trials", type=int, default=1, help="Reflexion trials per task (reflexion agents only)")
+    sp.add_argument(
+        "--tool-calls", action="store_true", help="openai:MODEL acts through the env's tools (OpenAI tool calls)"
+    )
     sp.set_defaults(fn=cmd_eval)
 
     sp = _parser(sub, "data", "download, prepare or verify a data set; write expert trajectories (SFT data)")
@@ -522,11 +593,13 @@ ENV_KWARG_HELP = "env constructor argument, value parsed as JSON else kept as te
 
 def _one_line(exc: BaseException, argv: Sequence[str]) -> str | None:
     """The message of a known failure, with what to do next; None for anything else (a bug: show it)."""
-    from agentgym.data import DataNotFoundError
+    from agentgym.data import DataFileError, DataNotFoundError, DownloadError
     from agentgym.episodes import LogFormatError
 
-    if isinstance(exc, DataNotFoundError):
+    if isinstance(exc, (DataNotFoundError, DataFileError, DownloadError)):
         return str(exc)
+    if getattr(exc, "user_error", False):  # the library marks errors whose message already says what to do
+        return " ".join(str(exc).split())
     if isinstance(exc, LogFormatError):
         return (
             f"{exc}. Fix or delete that line (each line is one episode), or start afresh with --no-resume "
@@ -551,6 +624,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = [a for a in argv if a != "--debug"]  # accepted anywhere, delegated subcommands included
     # Library warnings (a cut log tail, ...) reach the user as one line each.
     logging.basicConfig(level=logging.WARNING, format="agentgym: %(message)s")
+    if not debug:  # a warning is one line too (its source line and file position only help a developer)
+        warnings.showwarning = lambda message, category, *rest, **kw: print(
+            f"agentgym: {category.__name__}: {message}", file=sys.stderr
+        )
     try:
         # Delegated subcommands take their own flags (``--help`` included), so hand them everything after the name.
         if argv and argv[0] in DELEGATED:
@@ -563,6 +640,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return int(fn(argv[1:]) or 0)
         args = build_parser().parse_args(argv)
         return int(args.fn(args) or 0)
+    except BrokenPipeError:  # `agentgym list | head`: the reader left; not an error of ours
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error when Python flushes
+        return 0
+    except SystemExit as exc:
+        if debug and not isinstance(exc.code, int | None):  # a one-line exit: --debug shows where it came from
+            traceback.print_exception(exc)
+        raise
     except Exception as exc:
         message = _one_line(exc, argv)
         if message is None or debug:

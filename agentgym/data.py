@@ -104,6 +104,10 @@ def download(family: str, dest: str | os.PathLike[str] | None = None) -> Path:
     return _module(family).download(dest_root / family)
 
 
+class DownloadError(ConnectionError):
+    """A data download that failed (no network, the host refused); the message says how to get the files by hand."""
+
+
 # -- reading data files: errors that name the file, the line and the remedy ----------------------------------
 class DataFileError(ValueError):
     """A data file that does not parse or differs from the manifest; the message names the file and the fix."""

@@ -7,6 +7,7 @@ JSONL log of finished episodes, resume (skip the episodes the log already holds)
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,6 +113,7 @@ def run_episodes(
 
         bar = tqdm(total=len(specs), initial=len(specs) - len(todo), desc=f"{name} on {env_id}", unit="ep")
     turns = 0
+    pace = _Pace(len(todo), _turn_limit(env_id))
 
     def turn_done(result: TurnResult) -> None:
         nonlocal turns
@@ -119,7 +121,7 @@ def run_episodes(
         if bar is not None:  # a slow model visibly works: the turn count moves before any episode ends
             if result.done:
                 bar.update(1)
-            bar.set_postfix(turns=turns, refresh=True)
+            bar.set_postfix_str(pace.turn(result.t + 1 if result.done else None), refresh=True)
         if on_turn is not None:
             on_turn(result)
 
@@ -158,6 +160,53 @@ def run_episodes(
     played = {todo[i].key(): ep for i, ep in finished.items()}
     ordered = [done.get(s.key()) or played[s.key()] for s in specs if s.key() in done or s.key() in played]
     return EvalResult(episodes=ordered, resumed=len(specs) - len(todo))
+
+
+def _turn_limit(env_id: str) -> int | None:
+    """The registered step limit of ``env_id`` (None when it has none or is not registered)."""
+    try:
+        return gym.spec(env_id).max_episode_steps
+    except gym.error.Error:
+        return None
+
+
+class _Pace:
+    """The progress bar's postfix: turns played, seconds per turn, and an estimate of the time left.
+
+    The estimate counts the turns still to play as (episodes left x turns per finished episode, or the env's
+    step limit before any finished) at the pace measured so far; a slow model shows it from its first turn.
+    """
+
+    def __init__(self, episodes: int, turn_limit: int | None) -> None:
+        self.episodes = episodes
+        self.turn_limit = turn_limit
+        self.turns = 0
+        self.finished = 0
+        self.finished_turns = 0
+        self.t0 = time.perf_counter()
+
+    def turn(self, episode_length: int | None) -> str:
+        """Count one turn (``episode_length``: the episode's length when this turn ended it); the postfix."""
+        self.turns += 1
+        if episode_length is not None:
+            self.finished += 1
+            self.finished_turns += episode_length
+        elapsed = time.perf_counter() - self.t0
+        per_turn = elapsed / self.turns
+        per_episode = self.finished_turns / self.finished if self.finished else self.turn_limit
+        text = f"turns={self.turns}, {per_turn:.1f} s/turn"
+        if per_episode:
+            left = max(0.0, self.episodes * per_episode - self.turns)
+            text += f", ~{_duration(left * per_turn)} left"
+        return text
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def run_reflexion(

@@ -15,6 +15,7 @@ verifiers; ``agent.on_episode_end`` gets a view of the episode with the seed and
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from typing import Any
 
 from agentgym.episodes import Episode, EpisodeBuilder
 from agentgym.records import AgentAction, AgentInput, EpisodeSpec
+
+log = logging.getLogger(__name__)
 
 #: Info keys the loop never passes to an agent (they reveal the reset seed; logs keep them).
 HIDDEN_INFO_KEYS: frozenset[str] = frozenset({"task_id", "seed"})
@@ -119,6 +122,8 @@ class LoopStats:
     act_calls: int = 0
     act_s: float = 0.0
     env_s: float = 0.0
+    aborted: int = 0
+    """episodes ended by a lost env worker they could not be restored to, and played again from the start"""
 
 
 def run_loop(
@@ -204,6 +209,14 @@ def run_loop(
         stats.env_s += time.perf_counter() - t0
         free = []
         for s, inp, act, (obs, reward, terminated, truncated, info) in zip(live, inputs, actions, results):
+            if info.get("aborted"):  # its env worker died and replay could not restore it: play the task again
+                log.warning(
+                    "episode %d (seed %s) aborted: %s; playing it again", s.index, s.spec.seed, info["aborted"]
+                )
+                stats.aborted += 1
+                queue.insert(0, s.index)
+                free.append(s.slot)
+                continue
             t = s.t
             truncated = bool(truncated) or (max_turns is not None and t + 1 >= max_turns and not terminated)
             extras = dict(act.extras)

@@ -152,9 +152,10 @@ def consolidation_loss(
 
     ``per_token_logps`` must come from the reflection-free context x (the distillation rows' prompts).
     """
-    mask = completion_mask.to(per_token_logps.dtype) * keep.to(per_token_logps.dtype)[:, None]  # (B, T)
-    n = mask.sum().clamp(min=1.0) if normalizer is None else normalizer
-    return -masked_sum(per_token_logps, mask) / n
+    weight = keep.to(per_token_logps.dtype)[:, None] * completion_mask.to(per_token_logps.dtype)  # (B, T)
+    mask = weight > 0  # masked_sum reads its mask as 0/1: the weights multiply the log-probs instead
+    n = mask.sum().clamp(min=1).to(per_token_logps.dtype) if normalizer is None else normalizer
+    return -masked_sum(per_token_logps * weight, mask) / n
 
 
 def erl_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):

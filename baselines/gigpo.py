@@ -13,9 +13,12 @@ The joint advantage of a turn is
   invalid-action penalty and the mean/std are taken over the group's turn rows, so longer episodes weigh
   more; a group of one has mean 0, std 1. ``episode_advantage="episodes"``: one summed shaped return per
   episode, mean/std over the G episodes (verl-agent's ``compute_mean_std_cross_all_data=False``).
-* step level: same normalisation over the step group, on ``R_t`` built from the shaped turn rewards
-  (``10 x success`` minus the turn's penalty, verl-agent's penalised ``step_rewards``); a singleton step
-  group gets 0 (its own mean).
+* step level: same normalisation over the step group; a singleton step group gets 0 (its own mean). The step
+  return, ``step_return="verl-agent"`` (the table configs): ``R_t = sum_k gamma^k r_{t+k} - penalty_t``, the
+  discounted *unpenalised* rewards (``10 x success``) minus this turn's own invalid-action penalty, as
+  verl-agent's ``compute_step_discounted_returns`` then ``apply_invalid_action_penalty`` on ``step_rewards``
+  (f974dc5 and d0b9724). ``step_return="penalised"`` (ours, the default): the discounted sum of the
+  *penalised* turn rewards, so a later invalid turn lowers every earlier turn's return.
 
 Actor loss as GRPO. Run: ``python baselines/gigpo.py --config baselines/configs/gigpo_std_alfworld_qwen2.5-1.5b.yaml``
 """
@@ -37,7 +40,7 @@ from agentgym.rl.batch import TurnBatch, broadcast_turn_values, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
 from agentgym.rl.losses import episode_returns, policy_loss
-from agentgym.rl.rewards import step_row_scores
+from agentgym.rl.rewards import step_row_scores, turn_penalties
 from agentgym.rl.trainer import Trainer
 
 
@@ -51,6 +54,9 @@ class Args(BaseArgs):
     """discount of step returns (paper: 0.95)"""
     step_advantage_w: float = 1.0
     """omega, weight of the step-level advantage (paper: 1)"""
+    step_return: str = "penalised"
+    """``verl-agent``: discounted unpenalised rewards minus the turn's own penalty (the table configs);
+    ``penalised`` (ours): discounted sum of the penalised turn rewards"""
     episode_advantage: str = "rows"
     """episode level: ``rows`` (verl-agent: turn rows scored episode reward - penalty(turn), statistics over all
     rows of the group) or ``episodes`` (summed episode returns, statistics over the G episodes)"""
@@ -65,6 +71,27 @@ def discounted_step_returns(rewards: list[float], gamma: float) -> list[float]:
     for t in reversed(range(len(rewards))):
         running = rewards[t] + gamma * running
         out[t] = running
+    return out
+
+
+def step_returns(meta: list[dict], gamma: float, invalid_penalty: float, mode: str = "penalised") -> list[float]:
+    """Each turn row's step return (see the module docstring for the two ``mode`` values).
+
+    Args:
+        meta: turn rows (``episode``, shaped ``reward``, and ``penalty`` or ``valid``), an episode's rows in order.
+    """
+    if mode not in ("verl-agent", "penalised"):
+        raise ValueError(f"unknown step_return {mode!r}: use verl-agent (the table configs) or penalised (ours)")
+    pen = turn_penalties(meta, invalid_penalty)
+    out = [0.0] * len(meta)
+    for rows in episode_groups(meta).values():
+        if mode == "verl-agent":
+            raw = [meta[i]["reward"] + pen[i] for i in rows]
+            for i, r in zip(rows, discounted_step_returns(raw, gamma)):
+                out[i] = r - pen[i]
+        else:
+            for i, r in zip(rows, discounted_step_returns([meta[i]["reward"] for i in rows], gamma)):
+                out[i] = r
     return out
 
 
@@ -127,10 +154,7 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     mode = getattr(a, "episode_advantage", "rows")
     check_episode_advantage(mode)
     rets = episode_returns(batch)
-    step_ret = [0.0] * len(batch)
-    for rows in episode_groups(batch.meta).values():
-        for i, r in zip(rows, discounted_step_returns([batch.meta[i]["reward"] for i in rows], a.gamma)):
-            step_ret[i] = r
+    step_ret = step_returns(batch.meta, a.gamma, a.invalid_penalty, getattr(a, "step_return", "penalised"))
     if mode == "rows":
         row_score = torch.tensor(step_row_scores(batch.meta, a.invalid_penalty))
     else:

@@ -36,7 +36,9 @@ import torch
 from agentgym.rl.batch import TurnBatch, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
-from agentgym.rl.losses import clipped_value_loss, policy_loss
+from agentgym.rl.distributed import DistInfo, sum_over_ranks
+from agentgym.rl.losses import clipped_value_loss, loss_normalizer, policy_loss
+from agentgym.rl.rewards import turn_penalties
 from agentgym.rl.trainer import Trainer
 
 
@@ -56,6 +58,8 @@ class Args(BaseArgs):
     """value clipping range around the old values (verl ``cliprange_value``: 0.5)"""
     vf_coef: float = 1.0
     """value-loss weight (the critic has its own optimizer, so this only scales its gradients)"""
+    value_loss_factor: float = 0.5
+    """the value loss is ``factor x max(squared errors)``: 0.5 in verl-agent f974dc5 and verl 0.9.1, 1.0 in d0b9724"""
     gae: str = "row"
     """``row``: per-turn GAE with the episode reward on each turn (verl-agent); ``episode``: GAE over the episode's
     concatenated turns with each turn's own reward"""
@@ -84,10 +88,24 @@ def token_gae(
     return adv, adv + values
 
 
-def masked_whiten(values: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
-    """(x - mean) / std over masked entries (verl: unbiased variance); masked-out entries become 0."""
+def masked_whiten(
+    values: torch.Tensor, mask: torch.Tensor, eps: float = 1e-8, dist: DistInfo | None = None
+) -> torch.Tensor:
+    """(x - mean) / std over masked entries (verl: unbiased variance); masked-out entries become 0.
+
+    Args:
+        dist: when given and distributed, mean and variance are taken over every rank's masked entries (verl
+            whitens the global batch on its driver); each rank gets its own entries whitened.
+    """
     m = mask.bool()
     x = values[m]
+    if dist is not None and dist.enabled:
+        n, total = sum_over_ranks([x.numel(), float(x.double().sum())], dist)
+        if n < 2:
+            return values * mask
+        mean = total / n
+        (sq,) = sum_over_ranks([float(((x.double() - mean) ** 2).sum())], dist)
+        return (values - mean) / torch.sqrt(torch.tensor(sq / (n - 1) + eps)) * mask
     if x.numel() < 2:
         return values * mask
     out = (values - x.mean()) / torch.sqrt(x.var() + eps)
@@ -100,8 +118,9 @@ def row_scores(meta: list[dict], rows: list[int], invalid_penalty: float) -> lis
     The episode reward is the sum of the turns' shaped rewards with their invalid penalties added back
     (10 x success on ALFWorld/WebShop), so each penalty counts on its own turn only.
     """
-    episode = sum(meta[i]["reward"] + invalid_penalty * (not meta[i]["valid"]) for i in rows)
-    return [episode - invalid_penalty * (not meta[i]["valid"]) for i in rows]
+    pen = turn_penalties([meta[i] for i in rows], invalid_penalty)
+    episode = sum(meta[i]["reward"] + p for i, p in zip(rows, pen))
+    return [episode - p for p in pen]
 
 
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
@@ -134,7 +153,8 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
             adv[i, :n], returns[i, :n] = A[k : k + n], R[k : k + n]
             k += n
     batch["returns"] = returns
-    batch["advantages"] = masked_whiten(adv, mask) if a.whiten_advantages else adv
+    world = getattr(trainer, "dist", None) if getattr(a, "mini_batch_scope", "rank") == "global" else None  # verl
+    batch["advantages"] = masked_whiten(adv, mask, dist=world) if a.whiten_advantages else adv
     m = mask.bool()
     ret_var = returns[m].var() if m.sum() > 1 else torch.tensor(0.0)
     explained = 1.0 - float((returns[m] - values[m]).var() / ret_var) if float(ret_var) > 0 else 0.0
@@ -150,8 +170,16 @@ def ppo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
     """Actor loss (PPO-clip, KL, entropy) + vf_coef * clipped value loss (token means)."""
     loss, stats = policy_loss(trainer, mb, n_tokens, n_rows)
     values = trainer.critic_values(mb)  # (B, T)
+    a = trainer.args
     v_loss, v_clipfrac = clipped_value_loss(
-        values, mb["values"], mb["returns"], mb["completion_mask"], clip=trainer.args.value_clip, normalizer=n_tokens
+        values,
+        mb["values"],
+        mb["returns"],
+        mb["completion_mask"],
+        clip=a.value_clip,
+        normalizer=loss_normalizer(a, n_tokens, n_rows),
+        factor=a.value_loss_factor,
+        loss_agg_mode=a.loss_agg_mode,
     )
     stats["losses/value_loss"] = v_loss.detach() * n_tokens / max(float(mb["completion_mask"].sum()), 1.0)
     stats["losses/value_clipfrac"] = v_clipfrac

@@ -33,7 +33,6 @@ from pathlib import Path
 if __package__ in (None, ""):  # `python baselines/sft.py`: make the checkout importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import numpy as np
 import torch
 
 from agentgym.episodes import Episode, read_episodes
@@ -44,6 +43,7 @@ from agentgym.rl.config import parse_args
 from agentgym.rl.logprobs import forward_completion
 from agentgym.rl.losses import masked_sum
 from agentgym.rl.rollout import _fit_prompt
+from agentgym.rl.runinfo import RunInfo
 from agentgym.rl.trainer import Trainer
 
 
@@ -557,6 +557,8 @@ def train(args: Args) -> dict[str, float]:
     data_stats["sft/target_tokens"] = float(batch["completion_mask"].sum())
     last: dict[str, float] = {}
     done_here = 0
+    # config.yaml, versions.json and train.log as in an RL run folder; one line per epoch on the console too
+    info = RunInfo(trainer.run_dir, args, device=str(trainer.device), console=True, unit="epoch")
     if trainer.iteration == 0 and args.val_every:
         trainer.logger.log(0, validate(trainer))  # the starting model, for the curve
     while trainer.iteration < args.total_iterations:
@@ -578,13 +580,13 @@ def train(args: Args) -> dict[str, float]:
         trainer.logger.log(trainer.iteration, metrics)
         last = metrics
         done_here += 1
-        if args.progress:
-            print(f"sft epoch {trainer.iteration}/{args.total_iterations}: " + _fmt(metrics), flush=True)
+        info.iteration(trainer.iteration, args.total_iterations, metrics)
         final = trainer.iteration >= args.total_iterations
         if (args.save_every and trainer.iteration % args.save_every == 0) or final:
             trainer.save()
         if args.stop_after is not None and done_here >= args.stop_after:
             break
+    info.close()
     if trainer.iteration >= args.total_iterations:
         if args.export_model:
             trainer.export_model()
@@ -594,11 +596,6 @@ def train(args: Args) -> dict[str, float]:
     if trainer._pool is not None:
         trainer._pool.close()
     return last
-
-
-def _fmt(metrics: dict[str, float]) -> str:
-    keys = ("losses/sft_loss", "val/success_rate", "val/invalid_action_rate", "time/iteration_s")
-    return "  ".join(f"{k.split('/')[-1]}={metrics[k]:.3f}" for k in keys if k in metrics and np.isfinite(metrics[k]))
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

@@ -157,3 +157,35 @@ def test_mechanism_probe_measures_writing_erl_and_seed_on_a_trained_run(tmp_path
         assert 0.0 <= erl["second_success"] <= 1.0 and erl["reflections"][0].startswith("Last time:")
     assert out["seed"]["analyser"] == "oracle" and out["seed"]["lesson_parse_rate"] == 1.0
     assert out["seed"]["probe_tasks"] == 2.0
+
+
+def test_the_demo_reports_its_disk_use_and_drops_the_resume_state(tmp_path):
+    run = tmp_path / "demo_sft"
+    (run / "ckpt_000001").mkdir(parents=True)
+    (run / "ckpt_000001" / "state.pt").write_bytes(b"x" * 3_000_000)
+    (run / "model").mkdir()
+    (run / "model" / "model.safetensors").write_bytes(b"x" * 1_000_000)
+    kept = demo.run_space([run], keep_checkpoints=True)
+    assert (run / "ckpt_000001").exists() and "removed" not in kept and "disk used by the demo" in kept
+    report = demo.run_space([run], keep_checkpoints=False)
+    assert not (run / "ckpt_000001").exists() and (run / "model" / "model.safetensors").exists()
+    assert f"{run}: 0.00 GB, removed 1 checkpoint(s) of 0.00 GB" in report
+    assert demo.folder_bytes(run) == 1_000_000
+
+
+def test_demo_prints_intervals_labels_its_smoke_run_and_shows_the_recorded_result(tmp_path):
+    """The main job's RL stage is too small to show an effect: it says so, prints each rate's 95% interval and
+    the recorded full-size result of the same path beside it, and draws both (no single-point curve)."""
+    row = {"episodes": 20, "success_rate": 0.2, "invalid_rate": 0.0}
+    stages = [("as shipped", {**row, "success_rate": 0.0, "invalid_rate": 0.99}), ("SFT", row), ("SFT+GiGPO", row)]
+    recorded = demo.recorded_stages("gigpo")
+    assert [name for name, _ in recorded] == ["as shipped", "SFT", "SFT+GiGPO"]
+    assert len(recorded[2][1]) == 3  # the three GiGPO seeds of the CPU table
+    rl_cfg = demo._config(demo.RL_CONFIG)
+    lines = demo.compare_lines(stages, recorded, rl_cfg, "GiGPO")
+    text = "\n".join(lines)
+    assert "demo, SFT: 0.20 [0.08, 0.42] on 20 seeds" in text  # Wilson 95% for 4 of 20
+    assert "smoke run" in text and "recorded at full size" in text
+    assert "SFT+GiGPO: 0.69 (0.66-0.71, 3 seeds)" in text
+    png = demo.plot_demo(stages, recorded, tmp_path / "demo.png")
+    assert png.stat().st_size > 20_000

@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
             meta = entry_meta(name, opts.sft_epochs, opts.sft)
             cmd = [sys.executable, "-m", "agentgym", "submit", str(sub), "--entries", opts.entries, "--force"]
             cmd += ["--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--model-size", "0.135"]
-            cmd += ["--code", "https://github.com/agentgym/agentgym/tree/main/tools/cpu_table.py"]
+            cmd += ["--code", "tools/cpu_table.py"]  # a path in this repository
             # the SFT/RL checkpoints are not published (and no fresh-seed rerun is recorded): logs-only entries
             played = json.loads((sub / "submission.json").read_text())["agent"]["runnable"]["agent_name"]
             with tempfile.TemporaryDirectory() as tmp:

@@ -11,8 +11,9 @@
    * **after RL** -- ``baselines/METHOD.py --init-from`` the SFT run (the ``--rl-config``'s method): a short
      stage on fresh seeds (the demo config: one GiGPO iteration of 16 episodes).
 
-   The numbers are printed as a table and ``runs/demo/learning_curve.png`` shows them with the RL stage's
-   per-iteration training success (configs: ``baselines/configs/cpu/*_demo.yaml``).
+   The numbers are printed as a table, each with its 95% interval, beside the recorded full-size result of the
+   same path (``docs/figures/cpu_table.json``); the demo's RL stage is labelled a smoke run, which it is.
+   ``runs/demo/learning_curve.png`` draws both (configs: ``baselines/configs/cpu/*_demo.yaml``).
 
 Usage: ``python tools/demo.py [--quick] [--skip-llm] [--skip-train] [--episodes N] [--out runs/demo]``.
 """
@@ -119,29 +120,67 @@ def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict, env_i
     return row
 
 
-def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG, rl_config: str = RL_CONFIG) -> None:
+def folder_bytes(path: Path) -> int:
+    """Bytes of the files under ``path``."""
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def run_space(runs: list[Path], *, keep_checkpoints: bool) -> str:
+    """The space the demo's run folders take, after removing their ``ckpt_*`` unless ``keep_checkpoints``.
+
+    A SmolLM2 checkpoint is the resume state (fp32 weights and AdamW's two moments: ~3 x 538 MB); the demo
+    evaluates from each run's ``model/`` folder (538 MB) and starts afresh next time, so it drops them.
+    """
+    lines = []
+    total = 0
+    for run in runs:
+        ckpts = sorted(run.glob("ckpt_*"))
+        ckpt_bytes = sum(folder_bytes(c) for c in ckpts)
+        if not keep_checkpoints:
+            for c in ckpts:
+                shutil.rmtree(c, ignore_errors=True)
+        size = folder_bytes(run)
+        total += size
+        dropped = (
+            f", removed {len(ckpts)} checkpoint(s) of {ckpt_bytes / 1e9:.2f} GB"
+            if ckpts and not keep_checkpoints
+            else ""
+        )
+        lines.append(f"  {run}: {size / 1e9:.2f} GB{dropped}")
+    keep = "" if keep_checkpoints else " (--keep-checkpoints keeps the resume state)"
+    return f"disk used by the demo's runs: {total / 1e9:.2f} GB{keep}\n" + "\n".join(lines)
+
+
+def smollm2_learns(
+    out: Path,
+    n: int,
+    train: bool,
+    sft_config: str = SFT_CONFIG,
+    rl_config: str = RL_CONFIG,
+    keep_checkpoints: bool = False,
+) -> None:
     from agentgym.models.loading import load_model, smollm2_checkpoint
+    from agentgym.models.threads import apply_threads
     from agentgym.rl.checkpoint import load_model_weights
 
+    apply_threads()  # the evaluations too, not only the trainers, take the idle cores (printed)
     sft_cfg, rl_cfg = _config(sft_config), _config(rl_config)
     method = Path(rl_config).name.split("_")[0]  # grpo_smollm2_... -> baselines/grpo.py
-    label = method.upper()
+    label = {"gigpo": "GiGPO", "sapo": "SAPO", "rloo": "RLOO"}.get(method, method.upper())
     print(f"\n## 2. SmolLM2-135M-Instruct learns {ENV} on this CPU: before / after SFT / after {label}\n")
     print(
         f"(held-out seeds {EVAL_SEED_BASE}..{EVAL_SEED_BASE + n - 1}, temperature {EVAL_TEMPERATURE}; training uses "
         "seeds far from them)"
     )
     if n < 100:
-        print(
-            f"(a short evaluation: {n} of the eval suite's 100 held-out seeds per stage, so each rate is +/- "
-            f"~{100 * (0.25 / n) ** 0.5:.0f} points; the 100-episode numbers and commands: baselines/README.md)"
-        )
+        print(f"(a short evaluation: {n} of the eval suite's 100 held-out seeds per stage; each rate below comes with")
+        print(" its 95% interval, and the recorded 100-seed result is printed beside the demo's at the end)")
     t_all = time.perf_counter()
     path = smollm2_checkpoint()
     rows, stages = [], []
     model, tok = load_model(path, device="cpu")
     rows.append(eval_policy(model, tok, "smollm2-base", out, n, rl_cfg))
-    stages.append(("before", rows[-1]))
+    stages.append(("as shipped", rows[-1]))
     ep = read_episodes(out / "FrozenLakeNotSlippery-v0-smollm2-base.jsonl")[0]
     print("first turn of the base model (raw output -> parsed action):")
     print(" ", repr((ep.steps[0].output or "")[:200]), "->", repr(ep.steps[0].action))
@@ -164,7 +203,7 @@ def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG,
         model, tok = load_model(sft_dir / "model", device="cpu")
         rows.append(eval_policy(model, tok, "smollm2-sft", out, n, rl_cfg))
         rows[-1]["train_s"] = sft_s
-        stages.append(("after SFT", rows[-1]))
+        stages.append(("SFT", rows[-1]))
         del model
         gc.collect()
         t0 = time.perf_counter()
@@ -175,7 +214,7 @@ def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG,
         load_model_weights(model, rl_dir, model_name="smollm2")
         rows.append(eval_policy(model, tok, f"smollm2-sft-{method}", out, n, rl_cfg))
         rows[-1]["train_s"] = rl_s
-        stages.append((f"after {label}", rows[-1]))
+        stages.append((f"SFT+{label}", rows[-1]))
         del model
         gc.collect()
         rl_hist = [json.loads(line) for line in open(rl_dir / "metrics.jsonl") if line.strip()]
@@ -184,10 +223,116 @@ def smollm2_learns(out: Path, n: int, train: bool, sft_config: str = SFT_CONFIG,
             + " ".join(f"{r['charts/success_rate']:.2f}" for r in rl_hist)
         )
         print(f"{label} seconds per iteration: " + " ".join(f"{r['time/iteration_s']:.0f}" for r in rl_hist))
-        png = plot_stages(stages, {label: rl_hist}, out / "learning_curve.png")
-        print(f"\ncurve: {png.relative_to(ROOT) if png.is_relative_to(ROOT) else png}")
+        print(run_space([sft_dir, rl_dir], keep_checkpoints=keep_checkpoints))
     print("\n" + format_table(rows, COLUMNS + ["seconds", "train_s"]))
+    recorded = recorded_stages(method)
+    print("\n" + "\n".join(compare_lines(stages, recorded, rl_cfg if train else None, label)))
+    if train:
+        png = plot_demo(stages, recorded, out / "learning_curve.png")
+        print(f"\npicture: {png.relative_to(ROOT) if png.is_relative_to(ROOT) else png}")
     print(f"(section 2: {time.perf_counter() - t_all:.0f} s)")
+
+
+def _save(fig, path: Path) -> Path:
+    """Write a matplotlib figure as a PNG (folders made as needed) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _figures():
+    """tools/figures.py (the records' renderer and its interval), imported from this folder."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import figures
+
+    return figures
+
+
+def recorded_stages(method: str = "gigpo") -> list[tuple[str, list[dict]]]:
+    """The full-size result of the demo's path from its record (``docs/figures/cpu_table.json``: replay-verified
+    board entries, 100 held-out seeds): the shipped model, SFT, SFT + the demo's RL method (one run per seed)."""
+    fig = _figures()
+    if not fig.CPU_TABLE.exists():
+        return []
+    stages = fig._stages(json.loads(fig.CPU_TABLE.read_text()), "frozenlake-notslippery")
+    names = ("as shipped", "SFT", f"SFT+{ {'gigpo': 'GiGPO', 'grpo': 'GRPO'}.get(method, method.upper()) }")
+    return [(k, stages[k]) for k in names if k in stages]
+
+
+def compare_lines(
+    stages: list[tuple[str, dict]], recorded: list[tuple[str, list[dict]]], rl_cfg, label: str
+) -> list[str]:
+    """What the demo printed, each success rate with its 95% interval, and the recorded full-size result beside it;
+    an RL stage too small to show an effect (``rl_cfg``: its config) is labelled a smoke run."""
+    fig = _figures()
+    lines = ["held-out success with its 95% interval (Wilson, over the episodes):"]
+    for name, row in stages:
+        k, n = round(row["success_rate"] * row["episodes"]), row["episodes"]
+        lo, hi = fig.wilson(k, n)
+        lines.append(f"  demo, {name}: {row['success_rate']:.2f} [{lo:.2f}, {hi:.2f}] on {n} seeds")
+    if rl_cfg is not None:
+        episodes = rl_cfg["num_tasks"] * rl_cfg.get("group_size", 1) * rl_cfg["total_iterations"]
+        lines.append(
+            f"the {label} stage here is a smoke run ({rl_cfg['total_iterations']} iteration(s), {episodes} episodes): "
+            "it shows that the stages connect, not what RL does; intervals this wide cannot separate the stages."
+        )
+    if recorded:
+        lines.append("recorded at full size (docs/figures/cpu_table.json; replay-verified board entries, 100 seeds):")
+        lines += [f"  {name}: {fig._stage_cell(runs)}" for name, runs in recorded]
+    return lines
+
+
+def plot_demo(stages: list[tuple[str, dict]], recorded: list[tuple[str, list[dict]]], path: Path) -> Path:
+    """Two panels: the demo's held-out success per stage with 95% intervals, and the recorded full-size result of
+    the same path (per stage the seeds' mean, each seed's run as a dot, the pooled 95% interval)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig_mod = _figures()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+
+    def bars(ax, names, rates, intervals, invalid):
+        x = range(len(names))
+        err = [[r - lo for r, (lo, _) in zip(rates, intervals)], [hi - r for r, (_, hi) in zip(rates, intervals)]]
+        ax.bar([i - 0.2 for i in x], rates, 0.4, yerr=err, capsize=4, label="success (95% interval)")
+        ax.bar([i + 0.2 for i in x], invalid, 0.4, label="invalid actions")
+        ax.set_xticks(list(x), names)
+        ax.set_ylim(0, 1.02)
+        ax.grid(alpha=0.3)
+
+    n = stages[0][1]["episodes"]
+    bars(
+        axes[0],
+        [name for name, _ in stages],
+        [r["success_rate"] for _, r in stages],
+        [fig_mod.wilson(round(r["success_rate"] * r["episodes"]), r["episodes"]) for _, r in stages],
+        [r["invalid_rate"] for _, r in stages],
+    )
+    axes[0].set_title(f"this demo: {n} held-out seeds per stage (RL: a smoke run)", fontsize=10)
+    axes[0].legend(fontsize=8)
+    if recorded:
+        rates = [sum(r["successes"] for r in runs) / sum(r["episodes"] for r in runs) for _, runs in recorded]
+        pooled = [
+            fig_mod.wilson(sum(r["successes"] for r in rs), sum(r["episodes"] for r in rs)) for _, rs in recorded
+        ]
+        invalid = [sum(r["invalid_rate"] for r in rs) / len(rs) for _, rs in recorded]
+        bars(axes[1], [name for name, _ in recorded], rates, pooled, invalid)
+        for i, (_, runs) in enumerate(recorded):
+            if len(runs) > 1:
+                ys = [r["successes"] / r["episodes"] for r in runs]
+                axes[1].plot([i - 0.2] * len(ys), ys, "k.", label="one seed's run" if i == len(recorded) - 1 else None)
+        axes[1].set_title("recorded full size: 100 held-out seeds (board entries)", fontsize=10)
+        axes[1].legend(fontsize=8)
+    else:
+        axes[1].set_axis_off()
+    fig.suptitle(f"SmolLM2-135M-Instruct on {ENV.removeprefix('agentgym/')} (CPU): as shipped, after SFT, after RL")
+    return _save(fig, path)
 
 
 def load_policy(run: str):
@@ -291,11 +436,7 @@ def plot_stages(stages: list[tuple[str, dict]], curves: dict[str, list[dict]], p
     for ax in axes:
         ax.grid(alpha=0.3)
     fig.suptitle(f"SmolLM2-135M-Instruct on {env.removeprefix('agentgym/')} (CPU)")
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -307,6 +448,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--episodes", type=int, default=None, help="held-out episodes per SmolLM2 evaluation")
     p.add_argument("--sft-config", default=SFT_CONFIG, help="config of the SFT stage")
     p.add_argument("--rl-config", default=RL_CONFIG, help="config of the RL stage (started from the SFT run)")
+    p.add_argument(
+        "--keep-checkpoints", action="store_true", help="keep the runs' ckpt_* (resume state, ~1.6 GB each)"
+    )
     p.add_argument(
         "--eval",
         nargs="+",
@@ -333,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
     scripted(out, 8 if args.quick else 20)
     if not args.skip_llm:
         n = args.episodes or (4 if args.quick else DEMO_EPISODES)
-        smollm2_learns(out, n, not (args.skip_train or args.quick), args.sft_config, args.rl_config)
+        train = not (args.skip_train or args.quick)
+        smollm2_learns(out, n, train, args.sft_config, args.rl_config, keep_checkpoints=args.keep_checkpoints)
     print(f"\nmain job: {time.perf_counter() - t0:.0f} s")
     return 0
 

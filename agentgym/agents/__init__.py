@@ -67,6 +67,23 @@ def _backend(spec: str, kwargs: dict[str, Any]) -> Any:
     )
 
 
+def _trained_prompt(spec: str, kwargs: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """A local model folder's recorded prompt settings that ``given`` leaves unset (printed in one line)."""
+    import sys
+    from pathlib import Path
+
+    from agentgym.models.prompt_settings import agent_defaults
+
+    _, model, _ = model_target(spec) or ("hf", "", None)
+    folder = kwargs.get("model_path") or model
+    if not folder or not Path(folder).is_dir():
+        return {}
+    add, note = agent_defaults(folder, given)
+    if note:
+        print(note, file=sys.stderr, flush=True)
+    return add
+
+
 def from_spec(spec: str, **kwargs: Any) -> Agent | None:
     """Build a model agent from ``spec``; None for specs this module does not know.
 
@@ -76,7 +93,8 @@ def from_spec(spec: str, **kwargs: Any) -> Agent | None:
             ``checkpoint_sha256`` (see :func:`agentgym.models.loading.load_model`), ``model_path`` (load the
             spec's checkpoint from this folder instead, e.g. a copy on another machine) and :class:`LLMAgent`
             settings (``temperature``, ``top_p``, ``max_new_tokens``, ``history_length``, ``style``); None
-            values are ignored, unknown keys too (the CLI passes what it has).
+            values are ignored, unknown keys too (the CLI passes what it has). An ``hf:FOLDER`` model trained
+            here supplies the prompt settings it was trained with (``agentgym_prompt.json``) that are not given.
 
     Raises:
         agentgym.models.loading.ModelPinError: the weights found are not the pinned ones.
@@ -91,6 +109,7 @@ def from_spec(spec: str, **kwargs: Any) -> Agent | None:
     if kind == "hf":
         from agentgym.agents.llm import LLMAgent
 
+        agent_kw.update(_trained_prompt(spec, kwargs, agent_kw))
         return LLMAgent(_backend(spec, kwargs), **{"name": spec, **agent_kw})
     if kind == "openai":
         from agentgym.agents.openai_agent import OpenAIAgent

@@ -117,6 +117,11 @@ def cmd_build(args: argparse.Namespace) -> int:
     for p in out["problems"]:
         print(f"  problem: {p}")
     print(f"wrote {out['readme']} and {out['pages']} page(s) under {out['site']}")
+    if args.screenshot:
+        from agentgym.leaderboard.site import screenshot
+
+        shot = screenshot(Path(out["site"]) / "index.html", Path(out["readme"]).parent / "site-front-page.png")
+        print(f"wrote {shot} (the README's picture of the site's front page)")
     return 0
 
 
@@ -150,6 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sp.add_argument("--site", help="site output folder (default ROOT/site)")
     sp.add_argument("--readme", help="README output (default ROOT/README.md)")
     sp.add_argument("--workers", type=int, default=2, help="replay processes (default 2)")
+    sp.add_argument(
+        "--screenshot",
+        action="store_true",
+        help="also redraw ROOT/site-front-page.png from the built site (headless chromium)",
+    )
     sp.set_defaults(fn=cmd_build)
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     return int(args.fn(args) or 0)

@@ -89,7 +89,7 @@ _RESULT_COLUMNS = {
 
 SUBMISSION_SCHEMA: dict[str, Any] = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
-    "$id": "https://github.com/agentgym/agentgym/leaderboards/schema/submission.schema.json",
+    "$id": "urn:agentgym:leaderboard:submission-schema",
     "title": "agentgym leaderboard submission",
     "type": "object",
     "additionalProperties": False,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from agentgym.leaderboard.table import TIERS, Row, fmt_value, primary_column, rank, suite_columns
+from agentgym.leaderboard.table import TIERS, Row, fmt_se, fmt_tokens, fmt_value, primary_column, rank, suite_columns
 from agentgym.suites import SUITES, Suite
 
 ASSETS = Path(__file__).with_name("assets")
@@ -135,6 +135,10 @@ def _rows_html(ranked: Sequence[Row], cols: Sequence[str], *, rerun: bool) -> st
         for c in cols:
             v = r.results.get(c)
             cells.append(f"<td data-value='{'' if v is None else v}'>{esc(fmt_value(v, r.std.get(c)))}</td>")
+        cells.append(f"<td class='se' data-value='{'' if r.se is None else r.se}'>{esc(fmt_se(r.se))}</td>")
+        cells.append(
+            f"<td class='tokens' data-value='{'' if r.tokens is None else r.tokens}'>{esc(fmt_tokens(r.tokens))}</td>"
+        )
         if rerun:
             shown = ", ".join(f"{k} {v:.1f}" for k, v in r.rerun.items() if k in cols)
             cells.append(f"<td class='rerun'>{esc(shown)}</td>")
@@ -148,6 +152,8 @@ def _rows_html(ranked: Sequence[Row], cols: Sequence[str], *, rerun: bool) -> st
             links.append(
                 f"<a href='{esc(r.link)}' rel='nofollow noopener'>{'paper' if r.source == 'reported' else 'code'}</a>"
             )
+        elif r.link and r.source != "reported":  # a path in this repository
+            links.append(f"<span class='code'>code: <code>{esc(r.link)}</code></span>")
         if r.paper and r.source == "reported":
             links.append(f"<span class='paper'>{esc(r.paper)}</span>")
         cells.append(f"<td>{' '.join(links)}</td>")
@@ -163,6 +169,8 @@ def _head(cols: Sequence[str], *, rerun: bool) -> str:
         "<tr><th data-sort='num'>#</th><th data-sort='text'>Method</th><th data-sort='text'>Model</th>"
         "<th data-sort='num'>Size (B)</th><th data-sort='text'>Type</th><th data-sort='num'>Tier</th>"
         + "".join(f"<th data-sort='num'>{esc(c)}</th>" for c in cols)
+        + "<th data-sort='num' title='standard error of the first score column over the episodes'>s.e.</th>"
+        + "<th data-sort='num'>Tokens/ep.</th>"
         + ("<th>Rerun (fresh seeds)</th>" if rerun else "")
         + "<th data-sort='text'>Date</th><th>Links</th></tr>"
     )
@@ -467,3 +475,23 @@ def render_site(rows: Sequence[Row], site_dir: Path, entries_dir: Path, problems
         (site_dir / r.viewer).write_text(render_viewer(r, data), encoding="utf-8")
         pages += 1
     return pages
+
+
+def screenshot(index: Path, out: Path, *, width: int = 1400, height: int = 1000) -> Path:
+    """Draw the built site's front page into ``out`` with headless chromium (Debian's ``chromium``).
+
+    The README's picture of the board is redrawn from the pages the build just wrote, so it cannot go stale.
+    """
+    import shutil
+    import subprocess
+
+    browser = next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
+    if browser is None:
+        raise RuntimeError("no chromium found for the screenshot: apt-get install chromium (or build without it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    cmd += [f"--window-size={width},{height}", f"--screenshot={out.resolve()}", index.resolve().as_uri()]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0 or not out.exists():
+        raise RuntimeError(f"chromium could not draw {index}: {proc.stderr.strip()[-300:]}")
+    return out

@@ -63,6 +63,9 @@ class Row:
     record: str = ""  # site-relative path of the verification record page
     logs: list[str] = field(default_factory=list)  # site-relative paths of the downloadable logs
     verification: dict[str, Any] = field(default_factory=dict)  # what the build's checks found
+    #: standard error of the primary column over the entry's episodes (points), from its logs
+    se: float | None = None
+    tokens: float | None = None  # prompt + completion tokens per episode, from its logs (None: none recorded)
 
     @property
     def verified(self) -> bool:
@@ -98,6 +101,41 @@ def _flatten(suite: Suite, results: Mapping[str, Mapping[str, float]]) -> dict[s
     if len(suite.env_ids) == 1:
         return {str(k): float(v) for k, v in results.get(suite.env_ids[0], {}).items()}
     return {f"{e.split('/')[-1]} {k}": float(v) for e in suite.env_ids for k, v in results.get(e, {}).items()}
+
+
+def episode_stats(folder: Path, data: Mapping[str, Any]) -> dict[str, float | None]:
+    """Standard error of the primary column (points) and tokens per episode, read from an entry's logs.
+
+    The standard error is that of a mean over the logged episodes (sample standard deviation / sqrt(n)), so
+    95% of such intervals, score +/- 1.96 s.e., hold the agent's true score on the suite's distribution of tasks.
+    Unreadable logs give ``None`` for both (the build's replay reports them).
+    """
+    import math
+
+    from agentgym.episodes import Episode
+    from agentgym.leaderboard.archive import DEFAULT_LIMITS, read_gz_capped
+    from agentgym.leaderboard.rerun import episode_score
+
+    scores: list[float] = []
+    tokens: list[float] = []
+    try:
+        for part in data["episodes"]:
+            raw = read_gz_capped(folder / part["path"], DEFAULT_LIMITS)
+            for line in raw.split(b"\n"):
+                if not line.strip():
+                    continue
+                ep = Episode.from_dict(json.loads(line))
+                scores.append(100.0 * episode_score(part["env_id"], ep))
+                used = ep.totals().get("tokens") or {}
+                tokens.append(float(used.get("prompt", 0) or 0) + float(used.get("completion", 0) or 0))
+    except (OSError, ValueError, KeyError, TypeError):
+        return {"se": None, "tokens": None}
+    se = None
+    if len(scores) > 1:
+        mean = sum(scores) / len(scores)
+        var = sum((x - mean) ** 2 for x in scores) / (len(scores) - 1)
+        se = math.sqrt(var / len(scores))
+    return {"se": se, "tokens": sum(tokens) / len(tokens) if tokens and any(tokens) else None}
 
 
 def load_entries(
@@ -151,6 +189,7 @@ def load_entries(
                 record=f"records/{folder.name}.html",
                 logs=[f"logs/{folder.name}/{Path(e['path']).name}" for e in data["episodes"]],
                 verification=dict(st.get("verification", {})),
+                **episode_stats(folder, data),
             )
         )
     return rows
@@ -215,6 +254,16 @@ def md_escape(text: Any) -> str:
     for ch in "*_`[]":
         s = s.replace(ch, "\\" + ch)
     return s
+
+
+def fmt_se(se: float | None) -> str:
+    """A standard error cell: ``±1.2`` (blank when unknown)."""
+    return "" if se is None else f"±{se:.1f}"
+
+
+def fmt_tokens(tokens: float | None) -> str:
+    """Tokens per episode, rounded (blank for agents that use none, e.g. scripted ones)."""
+    return "" if tokens is None else f"{tokens:,.0f}"
 
 
 def fmt_value(value: float | None, std: float | None = None) -> str:
@@ -306,10 +355,11 @@ def tier_lines() -> list[str]:
     return [f"- **{name}**: {text}" for name, text in TIERS.items()] + [""]
 
 
-def _table(rows: Sequence[Row], cols: Sequence[str], *, rerun: bool) -> list[str]:
+def _table(rows: Sequence[Row], cols: Sequence[str], primary: str, *, rerun: bool) -> list[str]:
     head = "| # | Method | Model | Size (B) | Type | Tier | " + " | ".join(md_escape(c) for c in cols)
-    head += " | Rerun | Date |" if rerun else " | Date |"
-    out = [head, "|" + "---|" * (7 + len(cols) + (1 if rerun else 0))]
+    head += f" | s.e. ({md_escape(primary)}) | Tokens/ep."
+    head += " | Rerun (fresh seeds) | Date |" if rerun else " | Date |"
+    out = [head, "|" + "---|" * (9 + len(cols) + (1 if rerun else 0))]
     for i, r in enumerate(rows, 1):
         size = "" if r.model_size_b is None else f"{r.model_size_b:g}"
         tier = r.source if r.source != "reported" else f"reported ({md_escape(r.paper.split(' (')[0].split(',')[0])})"
@@ -317,7 +367,7 @@ def _table(rows: Sequence[Row], cols: Sequence[str], *, rerun: bool) -> list[str
             tier += " · " + "; ".join(f"**{md_escape(f)}**" for f in r.flags)
         vals = [fmt_value(r.results.get(c), r.std.get(c)) for c in cols]
         line = f"| {i} | {md_escape(r.name)} | {md_escape(r.model)} | {size} | {md_escape(r.method_type)} | {tier} | "
-        line += " | ".join(vals)
+        line += " | ".join(vals) + f" | {fmt_se(r.se)} | {fmt_tokens(r.tokens)}"
         if rerun:
             line += " | " + ", ".join(f"{md_escape(k)} {v:.1f}" for k, v in r.rerun.items() if k in cols)
         out.append(line + f" | {md_escape(r.date)} |")
@@ -371,10 +421,10 @@ def render_readme(
         verified = [r for r in ranked if r.verified]
         others = [r for r in ranked if not r.verified]
         out += ["**Verified** (replayed here; rerun on fresh seeds where the tier says so):", ""]
-        out += _table(verified, cols, rerun=True) if verified else ["None yet.", ""]
+        out += _table(verified, cols, primary_column(suite), rerun=True) if verified else ["None yet.", ""]
         if others:
             out += ["**Submitted and reported** (not verified here; reported rows follow their paper's protocol):", ""]
-            out += _table(others, cols, rerun=False)
+            out += _table(others, cols, primary_column(suite), rerun=False)
         out += [f"![{suite.name}: top verified entries](site/charts/{suite.name}.svg)", ""]
     out += ["## Sources of the reported rows", ""]
     for t in tables:

@@ -13,9 +13,13 @@ anything is loaded.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
+import os
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,6 +171,36 @@ def cpu_has_native_bf16() -> bool:
     return bool(flags & {"avx512_bf16", "amx_bf16", "bf16"})
 
 
+def _check_hub_reachable(repo_id: str, revision: str | None) -> None:
+    """Fail in a second, not after half a minute of hub retries, when a hub model is neither cached nor reachable."""
+    import socket
+    from urllib.parse import urlparse
+
+    if os.environ.get("HF_HUB_OFFLINE") == "1" or any(
+        os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+    ):
+        return  # offline mode fails fast by itself; behind a proxy a direct probe proves nothing
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        if isinstance(try_to_load_from_cache(repo_id, "config.json", revision=revision), str):
+            return
+    except Exception:  # not a valid repo id for the cache: let from_pretrained say what is wrong
+        return
+    endpoint = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = endpoint.hostname or "huggingface.co", endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        err = OSError(
+            f"cannot load model {repo_id!r}: it is not in the HF cache and {host} cannot be reached ({exc}); "
+            f"download it where there is internet (`huggingface-cli download {repo_id}`) and copy the cache, "
+            "or pass --model a local folder (`smollm2` is the offline SmolLM2-135M)"
+        )
+        err.user_error = True  # type: ignore[attr-defined]  # the CLI prints it as one line
+        raise err from exc
+
+
 def load_model(
     name_or_path: str | Path,
     *,
@@ -204,17 +238,22 @@ def load_model(
     if not path.exists() and (str(name_or_path).startswith((".", "/", "~")) or str(name_or_path).count("/") > 1):
         raise FileNotFoundError(f"no checkpoint folder at {name_or_path}: pass an existing folder or an HF id")
     hub_rev = {"revision": revision} if revision is not None and not path.exists() else {}
+    if not path.exists():
+        _check_hub_reachable(str(name_or_path), revision)
     try:
         tokenizer = AutoTokenizer.from_pretrained(src, **hub_rev)
         kwargs: dict[str, Any] = dict(hub_rev)
         if dtype is not None:
             kwargs["dtype"] = resolve_dtype(dtype)
-        model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
+        with quiet_loading():
+            model = AutoModelForCausalLM.from_pretrained(src, **kwargs)
     except OSError as exc:
-        raise OSError(
+        err = OSError(
             f"cannot load model {name_or_path!r}: {exc}\n(no network here: use a local folder, "
             "`agentgym.models.loading.smollm2_checkpoint()` or a model already in the HF cache)"
-        ) from exc
+        )
+        err.user_error = True  # type: ignore[attr-defined]  # the CLI prints it as one line
+        raise err from exc
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     if model.generation_config.pad_token_id is None:
@@ -224,6 +263,37 @@ def load_model(
     model.to(device)
     model.eval()
     return model, tokenizer
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """transformers' per-tensor bars ("Loading weights", "Writing model shards", "Converting and de-quantizing GGUF
+    tensors") off while inside.
+
+    Our commands print one line per stage; a model load's per-tensor bars are noise in logs. The GGUF loader
+    calls ``tqdm`` directly (not transformers' switchable one), so its module's ``tqdm`` is swapped for a
+    disabled one for the duration.
+    """
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    gguf_utils = sys.modules.get("transformers.modeling_gguf_pytorch_utils")
+    if gguf_utils is None:
+        try:
+            import transformers.modeling_gguf_pytorch_utils as gguf_utils
+        except ImportError:  # a transformers without GGUF support: nothing to silence
+            gguf_utils = None
+    bar = getattr(gguf_utils, "tqdm", None)
+    if bar is not None:
+        gguf_utils.tqdm = functools.partial(bar, disable=True)
+    try:
+        yield
+    finally:
+        if bar is not None:
+            gguf_utils.tqdm = bar
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def _gguf_folder() -> Path:
@@ -256,15 +326,18 @@ def smollm2_checkpoint(dest: str | Path | None = None) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     folder = _gguf_folder()
-    tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
+    print(f"converting the SmolLM2 GGUF into {out} (once)", file=sys.stderr, flush=True)
+    with quiet_loading():
+        tokenizer = AutoTokenizer.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=SMOLLM2_GGUF)
     # The GGUF loader marks the model as quantised; it is dequantised fp32 now, so drop the marks to save it.
     model.hf_quantizer = None
     if hasattr(model.config, "quantization_config"):
         del model.config.quantization_config
     tmp = out.with_name(out.name + ".tmp")
     tmp.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(tmp)
+    with quiet_loading():  # transformers' "Writing model shards" bar too
+        model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     if out.exists():
         import shutil

@@ -140,7 +140,7 @@ def vllm_command(args: argparse.Namespace, extra: list[str]) -> list[str]:
     return cmd + list(extra)
 
 
-HF_ONLY = ("device", "max_batch", "max_tokens_cap", "default_max_tokens", "max_body_bytes", "slice_tokens")
+HF_ONLY = ("device", "threads", "max_batch", "max_tokens_cap", "default_max_tokens", "max_body_bytes", "slice_tokens")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,6 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", help="float32 | bfloat16 | float16 | auto")
     hf = p.add_argument_group("built-in engine (--engine hf)")
     hf.add_argument("--device", help="cpu | cuda | cuda:N (default: CUDA when available)")
+    hf.add_argument("--threads", type=int, help="CPU threads (default: OMP_NUM_THREADS, else the idle cores)")
     hf.add_argument("--max-batch", type=int, help="most choices decoded in one batch (default 32; also caps n)")
     hf.add_argument("--max-tokens-cap", type=int, help="largest max_tokens a request may ask for (default 4096)")
     hf.add_argument("--default-max-tokens", type=int, help="completion length when a request sets none (default 256)")
@@ -190,7 +191,12 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("agentgym serve: flags after -- are for vLLM (--engine vllm)")
     _need_serve_extra()
     from agentgym.models.loading import load_model
+    from agentgym.models.threads import apply_threads
 
+    try:
+        apply_threads(args.threads)
+    except ValueError as exc:
+        raise SystemExit(f"agentgym serve: {exc}") from None
     model, tokenizer = load_model(args.model, dtype=args.dtype, device=args.device)
     options = {
         "max_batch": args.max_batch,

@@ -1,7 +1,10 @@
 """Atomic checkpoints that let ``--resume`` continue a run exactly.
 
-A checkpoint is a folder ``ckpt_<iteration>/`` written under a temporary name and renamed into place
-(``os.replace`` is atomic on POSIX), so a kill mid-write leaves the previous checkpoint intact. It holds
+A checkpoint is a folder ``ckpt_<iteration>/`` written under a temporary name, fsynced, and renamed into place
+(``os.replace`` is atomic on POSIX), so a kill at any point of the write leaves the previous checkpoint intact
+and loadable; only complete folders (holding ``state.pt``) are ever listed, and what a killed write left behind
+is removed by the next one. ``AGENTGYM_CHECKPOINT_PAUSE=STAGE:ITERATION`` stops a write at one of
+:data:`PAUSE_STAGES` (and writes ``<run_dir>/.paused-STAGE``) so tests can kill it right there. It holds
 everything that decides the next iteration: model (and critic) weights, optimizer states, the Python /
 NumPy / torch (CPU and CUDA) RNG states, the trainer's own task-order generator, the iteration counter
 and the metrics history.
@@ -12,10 +15,12 @@ with ``torch.load(weights_only=True)``: a checkpoint from someone else cannot ru
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import random
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,31 @@ import numpy as np
 import torch
 
 STATE_FILE = "state.pt"
+#: Points of a checkpoint write where ``AGENTGYM_CHECKPOINT_PAUSE`` can stop it: half of state.pt written;
+#: all written and fsynced; renamed into place (old checkpoints not yet pruned); one old checkpoint half-pruned.
+PAUSE_STAGES = ("write", "fsync", "replace", "prune")
+
+
+def _pause(stage: str, run_dir: Path, iteration: int) -> None:
+    """Stop here for good when ``AGENTGYM_CHECKPOINT_PAUSE`` names this stage and iteration (fault tests)."""
+    if os.environ.get("AGENTGYM_CHECKPOINT_PAUSE") == f"{stage}:{iteration}":
+        (run_dir / f".paused-{stage}").write_text(str(os.getpid()))
+        while True:  # the test kills the process now
+            time.sleep(1)
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make a rename in ``path`` durable (a power cut after it must not bring the old name back)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on a directory
+        pass
+    finally:
+        os.close(fd)
 
 
 def rng_state() -> dict[str, Any]:
@@ -55,22 +85,39 @@ def save_checkpoint(run_dir: str | Path, iteration: int, state: dict[str, Any], 
     """
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    for stale in [*run_dir.glob(".tmp_ckpt_*"), *run_dir.glob(".old_ckpt_*")]:  # left by a killed write
+        shutil.rmtree(stale, ignore_errors=True)
     final = run_dir / f"ckpt_{iteration:06d}"
     tmp = run_dir / f".tmp_ckpt_{iteration:06d}_{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
     tmp.mkdir()
     payload = dict(state)
     payload["rng"] = rng_state()
     payload["iteration"] = iteration
     with open(tmp / STATE_FILE, "wb") as f:
+        if os.environ.get("AGENTGYM_CHECKPOINT_PAUSE") == f"write:{iteration}":  # stop with half the bytes out
+            buf = io.BytesIO()
+            torch.save(payload, buf)
+            f.write(buf.getbuffer()[: buf.tell() // 2])
+            f.flush()
+            _pause("write", run_dir, iteration)
         torch.save(payload, f)
         f.flush()
         os.fsync(f.fileno())
-    if final.exists():
-        shutil.rmtree(final)
-    os.replace(tmp, final)
+    _fsync_dir(tmp)
+    _pause("fsync", run_dir, iteration)
+    if final.exists():  # the same iteration saved again: move the old one aside first, never delete it first
+        old = run_dir / f".old_ckpt_{iteration:06d}_{os.getpid()}"
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
+    _fsync_dir(run_dir)
+    _pause("replace", run_dir, iteration)
     for old in list_checkpoints(run_dir)[:-keep] if keep > 0 else []:
+        # state.pt goes first, so a kill mid-prune leaves a folder list_checkpoints no longer counts
+        (old / STATE_FILE).unlink(missing_ok=True)
+        _pause("prune", run_dir, iteration)
         shutil.rmtree(old, ignore_errors=True)
     return final
 

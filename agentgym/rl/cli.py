@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from types import ModuleType
 
 
@@ -106,20 +107,44 @@ def load_trainer(algo: str) -> ModuleType:
 
 def _check_configs(module, algo: str, argv: Sequence[str]) -> None:
     """A missing or broken ``--config`` is one line with the fix (before any model loads), not a traceback."""
-    from agentgym.rl.config import load_config_file, make_args
+    from agentgym.rl.checkpoint import latest_checkpoint
+    from agentgym.rl.config import key_line, load_config_file, make_args
 
     paths = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"]
     paths += [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
     config: dict = {}
+    origin: dict[str, str] = {}  # field -> the file that set it last (to point a type error at its line)
     for path in paths:
         try:
-            config.update(load_config_file(path))
+            values = load_config_file(path)
         except (OSError, ValueError) as exc:
-            raise SystemExit(f"agentgym train {algo}: --config {path}: {exc}") from None
+            raise SystemExit(f"agentgym train {algo}: --config {path}: {exc}") from exc
+        config.update(values)
+        origin.update(dict.fromkeys(values, path))
     try:
-        make_args(module.Args, config)
-    except (TypeError, ValueError) as exc:
-        raise SystemExit(f"agentgym train {algo}: {exc} (`agentgym train {algo} --help` lists the fields)") from None
+        args = make_args(module.Args, config)
+    except TypeError as exc:
+        field = str(exc).split(":", 1)[0]
+        path = origin.get(field)
+        line = key_line(path, field) if path else None
+        where = f"{path}{f', line {line}' if line else ''}: " if path else ""
+        raise SystemExit(f"agentgym train {algo}: {where}{exc}; fix the value in the config") from exc
+    except ValueError as exc:
+        raise SystemExit(f"agentgym train {algo}: {exc} (`agentgym train {algo} --help` lists the fields)") from exc
+    # A stage that starts from another run (SFT -> RL) fails in one line before any model loads.
+    flags = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--init-from", "--init_from")]
+    init_from = flags[-1] if flags else getattr(args, "init_from", None)
+    if init_from and latest_checkpoint(init_from) is None and not (Path(init_from) / "state.pt").exists():
+        sft = [p for p in paths if Path(p).parent.joinpath(f"sft_{Path(p).name.split('_', 1)[-1]}").exists()]
+        hint = (
+            f"`agentgym train sft --config {Path(sft[0]).parent / ('sft_' + Path(sft[0]).name.split('_', 1)[-1])}`"
+            if sft
+            else "the run it names"
+        )
+        raise SystemExit(
+            f"agentgym train {algo}: init_from {init_from}: no checkpoint there (no ckpt_*/state.pt); this config "
+            f"starts from an earlier run: train that first ({hint}), or point --init-from at a finished run folder"
+        )
 
 
 def train_main(argv: Sequence[str] | None = None) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+import types
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +52,9 @@ class Args:
     AdamW step below bf16's resolution, e.g. lr 1e-6, is rounded away for most weights)"""
     device: str | None = None
     """``cpu``/``cuda``; None: CUDA when available"""
+    threads: int | None = None
+    """CPU threads for torch on a CPU device; None: ``OMP_NUM_THREADS`` if set, else the cores not busy with other
+    work (``agentgym.models.threads``)"""
     bf16_autocast: bool = True
     """bf16 autocast for forward passes on GPU, and on CPU when ``dtype: bfloat16`` and the CPU has native bf16
     (1.7x faster SmolLM2 forward+backward on an AVX-512-BF16 CPU; without it bf16 is emulated, ~3x slower, so
@@ -111,6 +116,9 @@ class Args:
     """-1: 10 x success for ALFWorld/WebShop, env reward otherwise; None: env reward; x: x * success"""
     invalid_penalty: float = 0.1
     """subtracted from a turn whose action is invalid (verl-agent)"""
+    invalid_penalty_on: str = "format+env"
+    """which turns lose ``invalid_penalty``: ``format`` (verl-agent: only outputs that do not parse into an
+    action) or ``format+env`` (ours: also well-formed actions the env rejects)"""
     # -- optimisation --------------------------------------------------------------------------------------
     total_iterations: int = 2
     """training iterations (paper: 150)"""
@@ -124,16 +132,30 @@ class Args:
     """passes over each iteration's rows"""
     mini_batch_size: int = 0
     """rows per optimizer step; 0: the whole iteration in one step"""
+    mini_batch_scope: str = "rank"
+    """what ``mini_batch_size`` counts under torchrun: ``rank`` (ours: rows per rank, W x as many per step) or
+    ``global`` (verl: rows over all ranks, each takes its 1/W share; with ``loss_norm="mini-batch"`` the loss is
+    divided by the global token count, and PPO whitens advantages over all ranks' tokens)"""
     micro_batch_size: int = 8
     """rows per forward/backward (gradient accumulation inside a mini-batch)"""
+    loss_agg_mode: str = "token-mean"
+    """verl's ``loss_agg_mode``: ``token-mean``, ``seq-mean-token-sum`` or ``seq-mean-token-mean``"""
+    loss_norm: str = "mini-batch"
+    """what ``loss_agg_mode`` averages over: ``mini-batch`` (ours; verl 0.9.1 divides by the global mini-batch token count too) or
+    ``micro-batch`` (verl-agent: each micro-batch's own mean, divided by the number of micro-batches)"""
     logprob_chunk_size: int = 1024
     """positions per output-head chunk in logprob computation"""
+    reuse_sampling_logprobs: bool = True
+    """take ``old_per_token_logps`` from the HF rollout's own sampling log-probs where they are the same numbers
+    (fp32 compute, top_p 1, rows as sampled, no read-out tokens, no dropout) instead of a second forward pass"""
     epsilon_low: float = 0.2
     """PPO clip, lower (paper: 0.2)"""
     epsilon_high: float = 0.2
     """PPO clip, upper (paper: 0.2)"""
     clip_ratio_c: float | None = None
     """dual-clip cap of the ratio on negative-advantage tokens (verl's default 3.0); None: plain PPO-clip"""
+    reference: str = ""
+    """the reference implementation and commit this configuration follows (recorded, not read)"""
     beta: float = 0.01
     """KL(pi || ref) loss coefficient, low-variance KL (paper: 0.01); 0 skips the reference model"""
     entropy_coef: float = 0.001
@@ -177,13 +199,28 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
-        data = yaml.safe_load(text) or {}
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f", line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
+            what = " ".join(str(getattr(exc, "problem", None) or exc).split())
+            ctx = getattr(exc, "context_mark", None)
+            if ctx is not None and getattr(exc, "context", None):
+                what += f"; {exc.context} at line {ctx.line + 1}"
+            raise ValueError(f"{path}{where}: not valid YAML ({what}); fix that line") from exc
     elif path.suffix == ".json":
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}, line {exc.lineno} column {exc.colno}: not valid JSON ({exc.msg})") from exc
     elif path.suffix == ".toml":
         import tomllib
 
-        data = tomllib.loads(text)
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError(f"{path}: not valid TOML ({exc})") from exc
     else:
         raise ValueError(f"unknown config format {path.suffix!r}: use .yaml, .json or .toml")
     if not isinstance(data, dict):
@@ -191,13 +228,84 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
     return {k: v for k, v in data.items() if not str(k).startswith("_")}
 
 
+def key_line(path: str | Path, key: str) -> int | None:
+    """The line of a config file where top-level ``key`` is set (YAML ``key:``, TOML ``key =``, JSON ``"key":``)."""
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError:
+        return None
+    starts = (f"{key}:", f"{key} :", f"{key} =", f"{key}=", f'"{key}"')
+    return next((i for i, t in enumerate(lines, 1) if t.lstrip().startswith(starts)), None)
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp).replace("typing.", "")
+
+
+def check_value(name: str, value: Any, tp: Any) -> Any:
+    """``value`` as field ``name`` of type ``tp`` wants it (int -> float, "1e-6" -> 1e-06), else ``TypeError``.
+
+    Covers the field types ``Args`` classes use: str, int, float, bool, ``X | None``, ``list[X]`` and ``dict``.
+    """
+    origin, params = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in params:
+            return None
+        for option in (p for p in params if p is not type(None)):
+            try:
+                return check_value(name, value, option)
+            except TypeError:
+                continue
+        raise TypeError(f"{name}: expected {' or '.join(_type_name(p) for p in params)}, got {value!r}")
+    if tp is Any:
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise TypeError(f"{name}: expected a list, got {value!r}")
+        return [check_value(name, v, params[0]) for v in value] if params else value
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"{name}: expected a mapping (key: value), got {value!r}")
+        return value
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name}: expected true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name}: expected an integer, got {value!r}")
+        return value
+    if tp is float:
+        if isinstance(value, str):  # YAML 1.1 reads 1e-6 (no dot) as a string
+            try:
+                return float(value)
+            except ValueError:
+                pass
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"{name}: expected a number (e.g. 1.0e-6), got {value!r}")
+        return float(value)
+    if tp is str:
+        if not isinstance(value, str):
+            raise TypeError(f"{name}: expected a string, got {value!r}")
+        return value
+    return value  # a type this checker does not know: left to the code that uses it
+
+
 def make_args(cls: type[A], overrides: dict[str, Any] | None = None) -> A:
-    """``cls(**overrides)`` with a clear error for unknown keys."""
+    """``cls(**overrides)`` with a clear error for unknown keys and for values of the wrong type.
+
+    Raises:
+        ValueError: an unknown field.
+        TypeError: a value that does not fit its field's type (the message starts with the field name).
+    """
     overrides = dict(overrides or {})
     names = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(overrides) - names)
     if unknown:
         raise ValueError(f"unknown {cls.__name__} field(s) {unknown}; known: {sorted(names)}")
+    hints = typing.get_type_hints(cls)
+    for key, value in overrides.items():  # checked once here, so a bad value never reaches the trainer
+        overrides[key] = check_value(key, value, hints[key])
     return cls(**overrides)
 
 

@@ -121,6 +121,18 @@ def max_over_ranks(n: int, info: DistInfo) -> int:
     return int(t.item())
 
 
+def sum_over_ranks(values: list[float], info: DistInfo) -> list[float]:
+    """Element-wise sums of ``values`` over all ranks (``values`` itself when not distributed); a collective call."""
+    if not info.enabled:
+        return [float(v) for v in values]
+    import torch.distributed as dist
+
+    device = f"cuda:{torch.cuda.current_device()}" if dist.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([float(v) for v in values], dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t.tolist()
+
+
 def average_gradients(model: Any, info: DistInfo) -> None:
     """All-reduce (mean) the gradients of replicated (non-sharded) parameters across ranks."""
     if not info.enabled:

@@ -2,7 +2,8 @@
 
 Names follow TRL (``per_token_logps``, ``old_per_token_logps``, ``ref_per_token_logps``, ``completion_mask``,
 ``advantages``, ``epsilon_low/high``, ``beta``); every tensor here is ``(B, T)`` over response tokens and
-aggregation is the token mean over the whole (micro-)batch unless a caller passes its own normaliser.
+aggregation is verl's ``loss_agg_mode`` (:func:`agg_loss`; token mean by default) over the whole (micro-)batch
+unless a caller passes its own normaliser.
 
 The pieces every policy-gradient baseline combines live here so that no baseline imports another:
 :func:`clipped_policy_loss` (PPO-clip on a mini-batch's advantages), :func:`add_kl_entropy` (the KL and
@@ -35,6 +36,68 @@ class Policy(Protocol):
 def masked_sum(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Sum of ``values`` where ``mask`` is 1 (NaN-safe: masked-out entries never enter the sum)."""
     return torch.where(mask.bool(), values, torch.zeros_like(values)).sum()
+
+
+#: verl's ``loss_agg_mode`` values (``verl.trainer.ppo.core_algos.agg_loss``).
+LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean")
+
+
+def agg_loss(
+    loss_mat: torch.Tensor,
+    mask: torch.Tensor,
+    mode: str = "token-mean",
+    normalizer: float | torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Aggregate a ``(B, T)`` per-token loss into a scalar the way verl's ``agg_loss`` does.
+
+    * ``token-mean``: the sum over unmasked tokens / ``normalizer`` (default: this call's token count);
+    * ``seq-mean-token-sum``: each row's token sum, summed over rows / ``normalizer`` (default: rows with a token);
+    * ``seq-mean-token-mean``: each row's token mean, summed over rows / ``normalizer`` (same default).
+
+    With ``normalizer`` the whole (mini-)batch's token or row count, summing the calls over its micro-batches
+    gives the (mini-)batch's aggregate (:func:`loss_normalizer` picks it).
+    """
+    m = mask.to(loss_mat.dtype)
+    if mode == "token-mean":
+        n = m.sum().clamp(min=1.0) if normalizer is None else normalizer
+        return masked_sum(loss_mat, m) / n
+    if mode not in LOSS_AGG_MODES:
+        raise ValueError(f"unknown loss_agg_mode {mode!r}: use one of {', '.join(LOSS_AGG_MODES)}")
+    tokens = m.sum(dim=-1)  # (B,)
+    seq = torch.where(m.bool(), loss_mat, torch.zeros_like(loss_mat)).sum(dim=-1)  # (B,) token sums
+    if mode == "seq-mean-token-mean":
+        seq = seq / (tokens + 1e-8)
+    has = tokens > 0
+    n = has.sum().clamp(min=1).to(loss_mat.dtype) if normalizer is None else normalizer
+    return torch.where(has, seq, torch.zeros_like(seq)).sum() / n
+
+
+def loss_normalizer(args: Any, n_tokens: float, n_rows: float) -> float:
+    """The divisor :func:`agg_loss` needs under ``args.loss_agg_mode``: tokens for token-mean, else rows."""
+    return n_tokens if getattr(args, "loss_agg_mode", "token-mean") == "token-mean" else n_rows
+
+
+#: ``loss_norm`` values: ours (one mean over the mini-batch) and verl-agent's (a mean per micro-batch).
+LOSS_NORMS = ("mini-batch", "micro-batch")
+
+
+def loss_counts(
+    mini_mask: torch.Tensor, micro_mask: torch.Tensor, n_micro: int, loss_norm: str = "mini-batch"
+) -> tuple[float, float]:
+    """``(n_tokens, n_rows)`` a micro-batch's loss is divided by, so that the micro-batch losses add up.
+
+    ``mini-batch``: the mini-batch's own counts (every token weighs the same whatever the split). ``micro-batch``
+    (verl-agent ``dp_actor.py``: each micro-batch's mean, divided by the gradient-accumulation steps): the
+    micro-batch's counts times ``n_micro``, so a token's weight depends on how many tokens share its micro-batch.
+
+    Args:
+        mini_mask: ``(B, T)`` response mask of the mini-batch; micro_mask: ``(b, T)`` that of this micro-batch.
+    """
+    if loss_norm not in LOSS_NORMS:
+        raise ValueError(f"unknown loss_norm {loss_norm!r}: use mini-batch (ours) or micro-batch (verl-agent)")
+    mask = micro_mask if loss_norm == "micro-batch" else mini_mask
+    scale = n_micro if loss_norm == "micro-batch" else 1
+    return float(mask.sum().clamp(min=1.0)) * scale, float(mask.shape[0]) * scale
 
 
 def low_var_kl(per_token_logps: torch.Tensor, ref_per_token_logps: torch.Tensor) -> torch.Tensor:
@@ -75,8 +138,9 @@ def ppo_clip_loss(
     epsilon_high: float = 0.2,
     normalizer: float | torch.Tensor | None = None,
     clip_ratio_c: float | None = None,
+    loss_agg_mode: str = "token-mean",
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
-    """PPO-clip surrogate on token ratios, token-mean aggregated.
+    """PPO-clip surrogate on token ratios, aggregated by :func:`agg_loss` (token mean by default).
 
     loss_t = -min(r_t A_t, clip(r_t, 1 - eps_low, 1 + eps_high) A_t), r_t = exp(logp - old_logp).
 
@@ -84,13 +148,13 @@ def ppo_clip_loss(
         normalizer: number of tokens to divide by (the whole batch's count under gradient accumulation);
             None divides by this call's own token count.
         clip_ratio_c: when set, :func:`dual_clip` caps the loss of negative-advantage tokens at ``-c A``.
+        loss_agg_mode: :func:`agg_loss`'s mode (``normalizer`` then counts rows for the ``seq-mean-*`` modes).
 
     Returns:
         ``(loss, stats)`` with ``approx_kl`` (k3 of old vs new, as cleanrl) and ``clipfrac`` (token means);
         with ``clip_ratio_c``, also ``clipfrac_lower`` (tokens where the dual clip was active).
     """
     mask = completion_mask.to(per_token_logps.dtype)
-    n = mask.sum().clamp(min=1.0) if normalizer is None else normalizer
     log_ratio = per_token_logps - old_per_token_logps  # (B, T)
     ratio = torch.exp(log_ratio)
     loss1 = -advantages * ratio
@@ -99,7 +163,7 @@ def ppo_clip_loss(
     clipped_loss = per_token_loss
     if clip_ratio_c is not None:
         per_token_loss = dual_clip(per_token_loss, advantages, clip_ratio_c)
-    loss = masked_sum(per_token_loss, mask) / n
+    loss = agg_loss(per_token_loss, mask, loss_agg_mode, normalizer)
     with torch.no_grad():
         m = mask.sum().clamp(min=1.0)
         approx_kl = masked_sum((ratio - 1.0) - log_ratio, mask) / m
@@ -119,20 +183,22 @@ def clipped_value_loss(
     *,
     clip: float | None,
     normalizer: float | torch.Tensor | None = None,
+    factor: float = 0.5,
+    loss_agg_mode: str = "token-mean",
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """0.5 * max((V - y)^2, (clip(V, V_old +- c) - y)^2), masked mean (verl ``compute_value_loss``).
+    """factor * max((V - y)^2, (clip(V, V_old +- c) - y)^2), aggregated by :func:`agg_loss` (verl
+    ``compute_value_loss``; its factor is 0.5 in verl-agent f974dc5 and verl 0.9.1, 1.0 in verl-agent d0b9724).
 
     Returns:
         ``(loss, clipfrac)``: the loss and the fraction of entries where the clipped term was larger.
     """
     mask = mask.to(values.dtype)
-    n = mask.sum().clamp(min=1.0) if normalizer is None else normalizer
     err1 = (values - returns) ** 2
     if clip is None:
-        return 0.5 * masked_sum(err1, mask) / n, values.new_zeros(())
+        return factor * agg_loss(err1, mask, loss_agg_mode, normalizer), values.new_zeros(())
     clipped = old_values + (values - old_values).clamp(-clip, clip)
     err2 = (clipped - returns) ** 2
-    loss = 0.5 * masked_sum(torch.maximum(err1, err2), mask) / n
+    loss = factor * agg_loss(torch.maximum(err1, err2), mask, loss_agg_mode, normalizer)
     with torch.no_grad():
         frac = masked_sum((err2 > err1).to(mask.dtype), mask) / mask.sum().clamp(min=1.0)
     return loss, frac
@@ -163,6 +229,7 @@ def clipped_policy_loss(
         epsilon_high=a.epsilon_high,
         normalizer=normalizer,
         clip_ratio_c=getattr(a, "clip_ratio_c", None),
+        loss_agg_mode=getattr(a, "loss_agg_mode", "token-mean"),
     )
 
 
@@ -183,12 +250,13 @@ def add_kl_entropy(
     Returns:
         The new loss; writes ``losses/kl_ref`` / ``losses/entropy`` (detached, unscaled) into ``result``.
     """
+    mode = getattr(a, "loss_agg_mode", "token-mean")
     if a.beta > 0:
-        kl = masked_sum(low_var_kl(out["per_token_logps"], mb["ref_per_token_logps"]), mask) / normalizer
+        kl = agg_loss(low_var_kl(out["per_token_logps"], mb["ref_per_token_logps"]), mask, mode, normalizer)
         loss = loss + a.beta * kl
         result["losses/kl_ref"] = kl.detach()
     if a.entropy_coef > 0:
-        ent = masked_sum(out["entropy"], mask) / normalizer
+        ent = agg_loss(out["entropy"], mask, mode, normalizer)
         loss = loss - a.entropy_coef * ent
         result["losses/entropy"] = ent.detach()
     return loss
@@ -200,7 +268,8 @@ def policy_loss(trainer: Policy, mb: TurnBatch, n_tokens: float, n_rows: float) 
     out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
     per_token_logps = out["per_token_logps"]  # (B, T)
     mask = mb["completion_mask"]
-    pg_loss, stats = clipped_policy_loss(a, per_token_logps, mb, mask, n_tokens)
+    norm = loss_normalizer(a, n_tokens, n_rows)
+    pg_loss, stats = clipped_policy_loss(a, per_token_logps, mb, mask, norm)
     result: LossStats = {
         "losses/policy_loss": pg_loss.detach(),
         "losses/approx_kl": stats["approx_kl"],
@@ -208,9 +277,11 @@ def policy_loss(trainer: Policy, mb: TurnBatch, n_tokens: float, n_rows: float) 
     }
     if "clipfrac_lower" in stats:
         result["losses/clipfrac_lower"] = stats["clipfrac_lower"]
-    loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, n_tokens)
-    # stats are reported per micro-batch token mean; rescale the summed pieces back to that scale
-    scale = n_tokens / max(float(mask.sum()), 1.0)
+    loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, norm)
+    # stats are reported per micro-batch mean; rescale the summed pieces back to that scale
+    token_mean = getattr(a, "loss_agg_mode", "token-mean") == "token-mean"
+    own = float(mask.sum()) if token_mean else float((mask.sum(-1) > 0).sum())
+    scale = norm / max(own, 1.0)
     for k in ("losses/policy_loss", "losses/kl_ref", "losses/entropy"):
         if k in result:
             result[k] = result[k] * scale

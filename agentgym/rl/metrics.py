@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import secrets
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,10 @@ SHARED_KEYS: tuple[str, ...] = (
     "time/generation_s",
     "time/update_s",
 )
+
+
+def _nonfinite(v: object) -> bool:
+    return isinstance(v, float) and not math.isfinite(v)
 
 
 class MetricsLogger:
@@ -55,6 +60,8 @@ class MetricsLogger:
         if not enabled:
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        if history is not None:
+            self._rewrite_jsonl()
         try:
             from torch.utils.tensorboard import SummaryWriter
 
@@ -63,6 +70,18 @@ class MetricsLogger:
             self.writer = None
         if track:
             self.wandb = wandb_run(self.run_dir, project, config or {})
+
+    def _rewrite_jsonl(self) -> None:
+        """A resumed run's metrics.jsonl holds exactly its checkpoint's history: rows that a killed process
+        logged after its last checkpoint are dropped (they are played again), so no iteration appears twice."""
+        path = self.run_dir / "metrics.jsonl"
+        if not path.exists():
+            return
+        tmp = path.with_suffix(".jsonl.tmp")
+        with open(tmp, "w") as f:
+            for row in self.history:
+                f.write(json.dumps({k: (None if _nonfinite(v) else v) for k, v in row.items()}) + "\n")
+        os.replace(tmp, path)
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         """Record ``metrics`` for iteration ``step`` (non-finite values are kept in jsonl as null)."""

@@ -3,8 +3,11 @@
 * ALFWorld and WebShop: the reward of a step is ``10 x success`` (the env's own reward is not used), so an
   episode earns 10 when it solves its task (verl-agent ``alfworld``/``webshop`` env managers).
 * Every other env: its own reward.
-* A turn whose output could not be parsed into an action (``format_valid`` False) or whose action the env
-  rejected (``is_action_valid`` False) loses ``invalid_penalty`` (verl-agent's invalid-action penalty, 0.1).
+* A turn whose output could not be parsed into an action (``format_valid`` False) loses ``invalid_penalty``
+  (verl-agent's invalid-action penalty, 0.1); with ``penalty_on="format+env"`` (ours, the default) so does a
+  well-formed action the env rejected (``is_action_valid`` False). verl-agent's projection functions
+  (``agent_system/environments/env_package/*/projection.py``) mark only format errors invalid; an
+  inadmissible command is a wasted turn there (``penalty_on="format"``, the table configs).
 * Group-relative methods in verl-agent score each turn *row* by its episode's reward minus that turn's
   penalty (:func:`step_row_scores`): the episode manager writes the episode reward on every step's last
   response token, then ``apply_invalid_action_penalty`` subtracts 0.1 where that step's action was invalid.
@@ -49,19 +52,42 @@ def shaped_reward(
     return r
 
 
-def turn_rewards(turns: list[Any], env_id: str, *, invalid_penalty: float = 0.1, success_scale: float | None = -1.0):
+#: ``invalid_penalty_on`` values: verl-agent's (format errors only) and ours (format errors and rejected actions).
+PENALTY_ON = ("format", "format+env")
+
+
+def penalised(turn: Any, penalty_on: str = "format+env") -> bool:
+    """Whether ``turn`` loses the invalid-action penalty under ``penalty_on`` (one of :data:`PENALTY_ON`)."""
+    if penalty_on not in PENALTY_ON:
+        raise ValueError(
+            f"unknown invalid_penalty_on {penalty_on!r}: use 'format' (verl-agent) or 'format+env' (ours)"
+        )
+    if penalty_on == "format":
+        return not turn.format_valid
+    return not (turn.format_valid and turn.is_action_valid)
+
+
+def turn_rewards(
+    turns: list[Any],
+    env_id: str,
+    *,
+    invalid_penalty: float = 0.1,
+    success_scale: float | None = -1.0,
+    penalty_on: str = "format+env",
+):
     """Shaped rewards of rollout turns (``agentgym.rl.rollout.Turn``), in order.
 
     Args:
         success_scale: -1 picks the paper's choice for ``env_id`` (:func:`success_scale_for`); None forces
             the raw env reward; a number forces ``number x success``.
+        penalty_on: which turns are penalised (:func:`penalised`).
     """
     scale = success_scale_for(env_id) if success_scale == -1.0 else success_scale
     return [
         shaped_reward(
             t.reward,
             t.info,
-            valid=bool(t.format_valid and t.is_action_valid),
+            valid=not penalised(t, penalty_on),
             success_scale=scale,
             invalid_penalty=invalid_penalty,
         )
@@ -77,11 +103,16 @@ def step_row_scores(meta: list[Mapping[str, Any]], invalid_penalty: float) -> li
 
     Args:
         meta: one mapping per turn row (``agentgym.rl.trainer.Trainer.make_batch``), with ``episode``, the
-            shaped ``reward`` (already penalised when the turn was invalid) and ``valid``.
+            shaped ``reward`` (already penalised when the turn was invalid) and ``penalty`` (or ``valid``).
         invalid_penalty: the penalty the shaped rewards were built with (``Args.invalid_penalty``).
     """
-    penalty = [0.0 if m["valid"] else float(invalid_penalty) for m in meta]
+    penalty = turn_penalties(meta, invalid_penalty)
     episode_reward: dict[int, float] = {}
     for m, p in zip(meta, penalty):
         episode_reward[m["episode"]] = episode_reward.get(m["episode"], 0.0) + float(m["reward"]) + p
     return [episode_reward[m["episode"]] - p for m, p in zip(meta, penalty)]
+
+
+def turn_penalties(meta: list[Mapping[str, Any]], invalid_penalty: float) -> list[float]:
+    """The penalty each turn row's shaped reward carries: ``meta["penalty"]``, else from ``meta["valid"]``."""
+    return [float(m["penalty"]) if "penalty" in m else (0.0 if m["valid"] else float(invalid_penalty)) for m in meta]

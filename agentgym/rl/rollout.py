@@ -250,12 +250,16 @@ def collect_rollouts(
         name=agent_name,
     )
     turns: list[Turn] = []
+    started: set[int] = set()
 
     def record(r: TurnResult) -> None:
         gen = r.action.generation
         if gen is None:
             raise RuntimeError("collect_rollouts needs a token-level back-end (the agent returned no tokens)")
         e = r.state.index
+        if r.t == 0 and e in started:  # played again after an env worker loss aborted it: keep the new attempt only
+            turns[:] = [t for t in turns if t.episode != e]
+        started.add(e)
         turns.append(
             Turn(
                 group=e // group_size,

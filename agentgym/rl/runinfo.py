@@ -6,8 +6,9 @@ Every training run writes, next to its metrics and checkpoints:
   ``--config runs/<exp>/config.yaml`` loads back into the same Args;
 - ``versions.json``: python, torch, transformers, agentgym, the git commit of the checkout (if any, with a
   ``dirty`` flag) and the device, so a figure can be traced to what produced it;
-- ``train.log``: one line per iteration (success, return, losses, time) through :mod:`logging`, always; the
-  same lines go to the console when the progress bar is off (``--no-progress``, batch jobs).
+- ``train.log``: one line per iteration (SFT: per epoch; success, return, losses, time) through :mod:`logging`,
+  always; the same lines go to the console when the progress bar is off (``--no-progress``, batch jobs) and,
+  as SFT shows no bar, always for SFT.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ LINE_KEYS = (
     ("losses/approx_kl", "kl"),
     ("rollout/invalid_action_rate", "invalid"),
     ("charts/SPS", "SPS"),
+    ("losses/sft_loss", "sft_loss"),
+    ("val/success_rate", "val_success"),
+    ("val/invalid_action_rate", "val_invalid"),
+    ("time/iteration_s", "s"),
 )
 
 
@@ -101,13 +106,22 @@ class RunInfo:
         device: the device training runs on (``versions.json``).
         console: also log iteration lines to stderr (when no progress bar is shown).
         enabled: False on non-main ranks (nothing written).
+        unit: what one step of the run is called in its lines (``iteration``; SFT: ``epoch``).
     """
 
     def __init__(
-        self, run_dir: str | Path, args: Any, *, device: str | None = None, console: bool = False, enabled: bool = True
+        self,
+        run_dir: str | Path,
+        args: Any,
+        *,
+        device: str | None = None,
+        console: bool = False,
+        enabled: bool = True,
+        unit: str = "iteration",
     ) -> None:
         self.run_dir = Path(run_dir)
         self.enabled = enabled
+        self.unit = unit
         self._handlers: list[logging.Handler] = []
         if not enabled:
             return
@@ -134,7 +148,7 @@ class RunInfo:
         if not self.enabled:
             return
         parts = [f"{label}={metrics[k]:.4g}" for k, label in LINE_KEYS if k in metrics]
-        log.info("iteration %d/%d %s", it, total, " ".join(parts))
+        log.info("%s %d/%d %s", self.unit, it, total, " ".join(parts))
 
     def close(self) -> None:
         if self._handlers:

@@ -16,7 +16,7 @@ One iteration (verl-agent's order):
    (and whatever targets its loss needs) from the per-turn shaped rewards in ``batch.meta``.
 4. **update** -- ``update_epochs`` passes over shuffled mini-batches; each mini-batch is split into
    micro-batches whose gradients accumulate, normalised so the loss is the token mean over the whole
-   mini-batch; grads are averaged across ranks, clipped, and AdamW steps (policy and, for PPO, critic).
+   mini-batch (``loss_norm="micro-batch"``: verl-agent's mean per micro-batch over the accumulation steps); grads are averaged across ranks, clipped, and AdamW steps (policy and, for PPO, critic).
 5. **log / checkpoint** -- shared metric keys to TensorBoard/wandb/metrics.jsonl; an atomic checkpoint
    every ``save_every`` iterations. ``--resume`` restores weights, optimizers, RNGs and the task-order
    generator, so a resumed run is identical to an uninterrupted one.
@@ -53,12 +53,13 @@ from agentgym.rl.distributed import (
     max_over_ranks,
     reshard_for_training,
     shard_model,
+    sum_over_ranks,
 )
 from agentgym.rl.engine import ENGINES, apply_lora, build_vllm_generator, push_weights
 from agentgym.rl.logprobs import forward_completion
-from agentgym.rl.losses import episode_returns
+from agentgym.rl.losses import episode_returns, loss_counts
 from agentgym.rl.metrics import MetricsLogger, plot_learning_curve
-from agentgym.rl.rewards import turn_rewards
+from agentgym.rl.rewards import penalised, turn_rewards
 from agentgym.rl.runinfo import RunInfo
 
 AdvantageFn = Callable[["Trainer", TurnBatch], dict[str, float] | None]
@@ -145,6 +146,10 @@ class Trainer:
             self.device = f"cuda:{self.dist.local_rank}"
         else:
             self.device = "cpu"
+        if torch.device(self.device).type == "cpu":
+            from agentgym.models.threads import apply_threads
+
+            self.threads = apply_threads(getattr(args, "threads", None), announce=self.dist.is_main).threads
         seed_everything(args.seed + self.dist.rank)
         self.model, self.tokenizer = load_policy(args, self.device)
         if args.init_from:  # SFT -> RL: the policy (and so the reference model) starts from that run's weights
@@ -354,8 +359,8 @@ class Trainer:
                 temperature=temperature,
                 top_p=a.top_p if top_p is None else top_p,
                 top_k=top_k,
-                # recomputed by score() with the training forward; another engine's are kept to measure drift
-                return_logprobs=a.rollout_engine != "hf",
+                # another engine's are kept to measure drift; the HF engine's replace score()'s old-policy pass
+                return_logprobs=a.rollout_engine != "hf" or self.sampling_logps_are_old,
                 suppress_token_ids=self.exclude_ids or None,
                 env_kwargs=a.env_kwargs or None,
                 seed=seed,
@@ -390,10 +395,44 @@ class Trainer:
         self._sync_s += spent
         return spent
 
+    @property
+    def sampling_logps_are_old(self) -> bool:
+        """Whether the HF rollout's sampling log-probs are the old policy's ``old_per_token_logps`` (no rescoring).
+
+        They are when the rollout samples with the trained weights themselves (HF engine, not sharded) in fp32
+        (no bf16 autocast), from the full tempered softmax the loss uses (top_p 1; suppressed ids excluded in
+        both), the rows are the sampled (prompt, response) pairs (no method rewrites them: ``collect``,
+        ``training_batch`` and ``score_batch`` are this class's), no read-out logits are needed (SAPO) and
+        nothing is random in the forward (no dropout). Then the old pass would recompute the same numbers up
+        to float summation order (tests/rl/test_phases.py).
+        """
+        a = self.args
+        cls = type(self)
+        cfg = getattr(getattr(self.model, "config", None), "attention_dropout", 0.0) or 0.0
+        return bool(
+            getattr(a, "reuse_sampling_logprobs", False)
+            and a.rollout_engine == "hf"
+            and not self.sharded
+            and not self.autocast_active
+            and a.top_p >= 1.0
+            and not self.reserved_ids
+            and (a.lora_rank == 0 or a.lora_dropout == 0)
+            and float(cfg) == 0.0
+            and cls.collect is Trainer.collect
+            and cls.training_batch is Trainer.training_batch
+            and cls.score_batch is Trainer.score_batch
+        )
+
     def make_batch(self, rb: Any) -> TurnBatch:
         """Training rows of a rollout: one per turn, with shaped rewards in ``meta``."""
         a = self.args
-        rewards = turn_rewards(rb.turns, a.env_id, invalid_penalty=a.invalid_penalty, success_scale=a.success_reward)
+        rewards = turn_rewards(
+            rb.turns,
+            a.env_id,
+            invalid_penalty=a.invalid_penalty,
+            success_scale=a.success_reward,
+            penalty_on=a.invalid_penalty_on,
+        )
         meta = [
             {
                 "group": t.group,
@@ -405,6 +444,7 @@ class Trainer:
                 "terminated": t.terminated,
                 "truncated": t.truncated,
                 "valid": bool(t.format_valid and t.is_action_valid),
+                "penalty": a.invalid_penalty * penalised(t, a.invalid_penalty_on),
                 "observation": t.observation,
             }
             for t, r in zip(rb.turns, rewards)
@@ -456,6 +496,10 @@ class Trainer:
         was_training = self.model.training
         self.model.eval()  # no dropout in scoring (the training forward's dropout is 0 for our models too)
         n_mb = -(-B // mbs)
+        # the sampler's log-probs are the old policy's (see sampling_logps_are_old): no old-policy forward
+        reuse = (
+            "sampling_per_token_logps" in batch and self.args.rollout_engine == "hf" and self.sampling_logps_are_old
+        )
         if self.sharded and (self.ref_model is not None or self.critic is not None):
             n_mb = max_over_ranks(n_mb, self.dist)  # sharded ref/critic forwards: the same count on every rank
         for k in range(n_mb):
@@ -471,10 +515,11 @@ class Trainer:
             mb = batch.select(rows).to(self.device)
             t_mb = mb.completion_length
             t0 = time.perf_counter()
-            out = self.forward(mb, readout=readout is not None)
-            old[s : s + len(rows), :t_mb] = out["per_token_logps"].float().cpu()
-            if readout is not None:
-                readout[s : s + len(rows), : t_mb + 1] = out["readout"].float().cpu()
+            if not reuse:
+                out = self.forward(mb, readout=readout is not None)
+                old[s : s + len(rows), :t_mb] = out["per_token_logps"].float().cpu()
+                if readout is not None:
+                    readout[s : s + len(rows), : t_mb + 1] = out["readout"].float().cpu()
             t1 = time.perf_counter()
             times["time/old_logprob_s"] += t1 - t0
             if ref is not None:
@@ -486,8 +531,10 @@ class Trainer:
                 times["time/critic_s"] += time.perf_counter() - t2
         if was_training:
             self.model.train()
+        if reuse:
+            old = batch["sampling_per_token_logps"].float() * batch["completion_mask"].float()  # (B, T)
         batch["old_per_token_logps"] = old
-        if "sampling_per_token_logps" in batch:  # the rollout engine's log-probs vs the trainer's recomputation
+        if "sampling_per_token_logps" in batch and not reuse:  # the rollout engine's log-probs vs the trainer's
             mask = batch["completion_mask"].float()
             gap = (batch["sampling_per_token_logps"] - old).abs() * mask
             times["rollout/logprob_diff"] = float(gap.sum() / mask.sum().clamp(min=1.0))
@@ -520,6 +567,12 @@ class Trainer:
         B = len(batch)
         mini_batch_size = a.mini_batch_size if mini_batch_size is None else mini_batch_size  # a stage's own size
         mini = mini_batch_size if mini_batch_size > 0 else B
+        scope = getattr(a, "mini_batch_scope", "rank")
+        if scope not in ("rank", "global"):
+            raise ValueError(f"unknown mini_batch_scope {scope!r}: use rank (ours) or global (verl)")
+        global_scope = scope == "global" and self.dist.enabled
+        if global_scope and mini_batch_size > 0:  # verl: the global mini-batch, split evenly over the ranks
+            mini = max(1, -(-mini_batch_size // self.dist.world_size))
         micro = max(1, a.micro_batch_size)
         g = torch.Generator().manual_seed(a.seed * 1_000_003 + iteration)
         totals: dict[str, float] = {}
@@ -536,8 +589,13 @@ class Trainer:
                 rows = perm[i * mini : (i + 1) * mini]
                 real = bool(rows)
                 rows = rows or perm[:1]
-                n_tokens = float(batch["completion_mask"][rows].sum().clamp(min=1.0))
-                n_rows = float(len(rows))
+                mini_mask = batch["completion_mask"][rows]
+                world_counts = None
+                if global_scope and a.loss_norm == "mini-batch":  # verl 0.9.1: global counts (x W: ranks average)
+                    own = [float(mini_mask.sum()), float(len(rows))] if real else [0.0, 0.0]
+                    tokens, n_rows_all = sum_over_ranks(own, self.dist)
+                    w = self.dist.world_size
+                    world_counts = (max(tokens, 1.0) / w, max(n_rows_all, 1.0) / w)
                 for _, opt in self._optimizers():
                     opt.zero_grad(set_to_none=True)
                 n_micro = -(-len(rows) // micro)
@@ -547,6 +605,9 @@ class Trainer:
                     sub = rows[m * micro : (m + 1) * micro]
                     dummy = not (real and sub)
                     mb = batch.select(sub or rows[:1]).to(self.device)
+                    n_tokens, n_rows = world_counts or loss_counts(
+                        mini_mask, mb["completion_mask"], n_micro, a.loss_norm
+                    )
                     loss, stats = loss_fn(self, mb, n_tokens, n_rows)
                     if dummy:
                         loss = loss * 0.0
@@ -656,9 +717,23 @@ class Trainer:
             return None
         if not self.dist.is_main:
             return None
+        from agentgym.models.prompt_settings import write_prompt_settings
         from agentgym.rl.engine import save_policy_folder
 
-        return save_policy_folder(self.model, self.tokenizer, self.run_dir / "model")
+        folder = save_policy_folder(self.model, self.tokenizer, self.run_dir / "model")
+        a = self.args
+        write_prompt_settings(  # `agentgym eval --agent hf:<folder>` then prompts as training did
+            folder,
+            env_id=a.env_id,
+            style=a.prompt_style,
+            template=getattr(self.template, "id", type(self.template).__name__),
+            history_length=a.history_length,
+            max_new_tokens=a.max_new_tokens,
+            max_prompt_tokens=a.max_prompt_tokens,
+            answer_format=self.template.format_answer("...", "ACTION"),
+            trained_by=self.algo,
+        )
+        return folder
 
     def save(self) -> None:
         if self.sharded:
@@ -667,7 +742,8 @@ class Trainer:
         if self.sharded:
             gather_for_inference(self.model)
         if self.dist.is_main:
-            save_checkpoint(self.run_dir, self.iteration, state)
+            # one checkpoint: the write is atomic, so the previous one is only deleted once this one is whole
+            save_checkpoint(self.run_dir, self.iteration, state, keep=1)
 
     # -- the loop --------------------------------------------------------------------------------------
     def fit(self, advantage_fn: AdvantageFn | None, loss_fn: LossFn) -> dict[str, float]:

@@ -1,5 +1,5 @@
 """Every table-row and small config loads into its baseline's Args with the shared protocol values; each
-table setting is pinned to its cited value and source; baselines/README.md's protocol table is current."""
+table setting is pinned to its cited value and source; docs/results/protocol.md's protocol table is current."""
 
 from __future__ import annotations
 
@@ -80,8 +80,8 @@ def test_small_configs_load(path):
     assert args.env_id == "agentgym/EchoBandit-v0"
 
 
-def test_readme_protocol_table_is_generated_from_the_configs():
-    text = (ROOT / "baselines" / "README.md").read_text()
+def test_protocol_page_table_is_generated_from_the_configs():
+    text = (ROOT / "docs" / "results" / "protocol.md").read_text()
     assert PT.readme_with_table(text, PT.render()) == text, "run `python tools/protocol_table.py --write`"
 
 
@@ -118,15 +118,28 @@ def test_table_settings_are_pinned_to_their_cited_values(path):
         assert args.val_extra_splits == ["valid_unseen"] and src["val_extra_splits"].kind == "ours"
     else:
         assert args.val_split == "test" and args.val_extra_splits == []
-    # verl's dual-clip PPO loss, on by default there
-    assert args.clip_ratio_c == 3.0 and src["clip_ratio_c"].kind == "script"
+    # each row follows the verl-agent commit it names: the paper-era code has no dual clip, d0b9724 has verl's
+    era = args.reference.split()[-1]
+    assert era in ("f974dc5", "d0b9724") and src["reference"].kind in ("script", "ours")
+    assert args.clip_ratio_c == (3.0 if era == "d0b9724" else None) and src["clip_ratio_c"].kind == "script"
+    assert args.invalid_penalty_on == "format" and "projection.py" in src["invalid_penalty_on"].source
+    assert args.loss_norm == "micro-batch" and "gradient_accumulation" in src["loss_norm"].source
+    assert args.loss_agg_mode == "token-mean"
+    assert args.mini_batch_scope == "global" and "fsdp_workers.py" in src["mini_batch_scope"].source
+    if path.stem.startswith(("gigpo", "grpo", "rloo")):
+        assert args.micro_batch_size == (32 if "alfworld" in path.stem else 8)
+        assert "ppo_micro_batch_size_per_gpu" in src["micro_batch_size"].source
+    if path.stem.startswith("gigpo"):
+        assert args.step_return == "verl-agent" and "compute_step_discounted_returns" in src["step_return"].source
     if path.stem.startswith(("grpo", "rloo", "gigpo")):  # verl-agent per-row scores and statistics
         assert (
             args.episode_advantage == "rows" and "compute_mean_std_cross_all_data" in src["episode_advantage"].source
         )
     if path.stem.startswith("grpo"):
         assert args.norm_adv_by_std is True
-    if path.stem.startswith("ppo") and "webshop" in path.stem:  # verl-agent's WebShop PPO script
+    if (
+        path.stem.startswith(("ppo", "gigpo", "grpo", "rloo")) and "webshop" in path.stem
+    ):  # verl-agent's WebShop scripts
         assert args.mini_batch_size == 64 and "run_webshop.sh" in src["mini_batch_size"].source
     else:
         assert args.mini_batch_size == 256
@@ -152,8 +165,11 @@ def test_ppo_settings_cite_verl_agent(path):
     assert args.critic_learning_rate == 1e-5 and "critic.optim.lr=1e-5" in src["critic_learning_rate"].source
     assert args.whiten_advantages and "masked_whiten" in src["whiten_advantages"].source
     assert args.vf_coef == 1.0 and src["vf_coef"].kind == "script"
-    for key in ("micro_batch_size", "save_every", "distributed"):
+    assert args.value_loss_factor == 0.5 and "compute_value_loss" in src["value_loss_factor"].source
+    for key in ("save_every", "distributed"):
         assert src[key].kind == "run", key
+    # under verl-agent's per-micro-batch loss mean the micro-batch size sets each token's weight
+    assert args.micro_batch_size == (16 if env == "alfworld" else 8) and src["micro_batch_size"].kind == "script"
 
 
 @pytest.mark.parametrize("path", [p for p in TABLE if p.stem.startswith("sapo")], ids=lambda p: p.stem)

@@ -234,3 +234,23 @@ def test_a_verdict_that_only_says_the_data_is_missing_is_not_cached(tmp_path, mo
 
     cached_result("leaderboard-verify", "k2", mismatch, cache)
     assert cached_result("leaderboard-verify", "k2", mismatch, cache)["cached"]
+
+
+def test_rows_carry_the_standard_error_and_tokens_of_their_logged_episodes():
+    """The board shows each entry's standard error (over its episodes) and tokens per episode beside its score."""
+    from agentgym.leaderboard.table import Row, _table, episode_stats
+
+    entry = Path(__file__).resolve().parents[2] / "leaderboards" / "entries"
+    entry = entry / "sokoban-smollm2-135m-sft-3-epochs-gigpo-seed-1-c-2026-12-05"
+    data = json.loads((entry / "submission.json").read_text())
+    stats = episode_stats(entry, data)
+    p = data["results"]["agentgym/Sokoban-v0"]["Success"] / 100  # 0.80 over 100 episodes
+    assert stats["se"] == pytest.approx(100 * (p * (1 - p) / 99) ** 0.5)  # sample std / sqrt(n), in points
+    assert 500 < stats["tokens"] < 5000  # a model agent's prompt + completion tokens per episode
+    scripted = entry.parent / "sokoban-bfs-solver-expert-2026-12-02"
+    assert episode_stats(scripted, json.loads((scripted / "submission.json").read_text()))["tokens"] is None
+    row = Row("sokoban", "x", "m", 0.1, "RL", "RL", "rerun-verified", {"Success": 80.0}, rerun={"Success": 77.0})
+    row.se, row.tokens = stats["se"], stats["tokens"]
+    head, _, line, _ = _table([row], ["Success"], "Success", rerun=True)
+    assert "| Success | s.e. (Success) | Tokens/ep. | Rerun (fresh seeds) |" in head
+    assert f"| 80.0 | ±{stats['se']:.1f} | {stats['tokens']:,.0f} | Success 77.0 |" in line

@@ -77,3 +77,14 @@ def test_honest_committed_agents_pass_a_fresh_rerun(name, tmp_path, monkeypatch)
     assert record["ok"], record["errors"]
     assert not record["flagged"], record["comparison"]
     assert all(not env["failures"] for env in record["envs"].values())
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda p: p.name)
+def test_committed_entry_code_points_at_something_that_exists(entry):
+    """An entry's ``agent.code`` is a path in this repository, or the submitter's own URL."""
+    code = json.loads((entry / "submission.json").read_text())["agent"].get("code", "")
+    root = Path(__file__).resolve().parents[2]
+    if code.startswith(("https://", "http://")):
+        assert "github.com/agentgym/agentgym" not in code, f"{code}: that repository does not exist"
+    else:
+        assert code and (root / code).exists(), f"{code!r} is not a path in this repository"

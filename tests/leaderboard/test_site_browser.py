@@ -245,3 +245,14 @@ if (
     import sys
 
     print(save_front_page_png(Path(sys.argv[1]), Path(sys.argv[2])))
+
+
+def test_build_screenshot_draws_the_front_page_it_just_built(site, tmp_path):
+    """`leaderboard build --screenshot` redraws the README's picture from the built site (no stale picture)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("needs Debian's chromium (/usr/bin/chromium)")
+    from agentgym.leaderboard.site import screenshot
+
+    out = screenshot(site / "index.html", tmp_path / "front.png", width=800, height=600)
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000  # a drawn page, not a blank

@@ -124,3 +124,23 @@ def test_cpu_has_native_bf16_reads_the_cpu_flags(monkeypatch, tmp_path):
         assert fake("fpu amx_tile amx_bf16") is True
     finally:
         loading.cpu_has_native_bf16.cache_clear()
+
+
+def test_loading_a_model_prints_no_per_tensor_progress_bars(ckpt, capfd):
+    """Model loading is one line per stage in our logs: transformers' "Loading weights" bar stays off."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.enable_progress_bar()
+    load_model(str(ckpt), device="cpu")
+    assert "Loading weights" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()  # restored for code outside our loader
+
+
+def test_quiet_loading_silences_the_gguf_dequantizing_bar_and_restores_it(capfd):
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    original = gguf_utils.tqdm
+    with loading.quiet_loading():
+        list(gguf_utils.tqdm(range(3), desc="Converting and de-quantizing GGUF tensors..."))
+    assert "de-quantizing" not in capfd.readouterr().err
+    assert gguf_utils.tqdm is original

@@ -171,3 +171,33 @@ def test_track_without_wandb_says_which_extra_to_install(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "wandb", None)  # import wandb -> ImportError, as where it is not installed
     with pytest.raises(ImportError, match=r'pip install "agentgym\[wandb\]"'):
         MetricsLogger(tmp_path / "run", track=True)
+
+
+def test_an_sft_run_folder_looks_like_an_rl_one(tmp_path, capsys):
+    """SFT writes config.yaml, versions.json and train.log too, and --no-progress prints one line per epoch."""
+    from baselines import sft
+
+    args = sft.Args(
+        model="tiny",
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        output_dir=str(tmp_path),
+        exp_name="sft",
+        expert_episodes=4,
+        total_iterations=2,
+        max_new_tokens=8,
+        save_every=1,
+        progress=False,
+        plot=False,
+        export_model=False,
+    )
+    with one_thread():
+        sft.train(args)
+    run = tmp_path / "sft"
+    assert to_dict(parse_args(sft.Args, ["--config", str(run / "config.yaml")])) == to_dict(args)
+    assert json.loads((run / "versions.json").read_text())["device"] == "cpu"
+    epochs = [ln for ln in (run / "train.log").read_text().splitlines() if " epoch " in ln]
+    assert len(epochs) == 2 and "epoch 1/2 " in epochs[0] and "sft_loss=" in epochs[1]
+    err = capsys.readouterr().err
+    assert err.count(" epoch ") == 2 and "epoch 2/2 " in err
+    # the resume state is the latest checkpoint alone (each one is written whole before the previous goes)
+    assert sorted(p.name for p in run.glob("ckpt_*")) == ["ckpt_000002"]

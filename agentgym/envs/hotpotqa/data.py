@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentgym.data import DataFileError, check_file, download_file, read_json
+from agentgym.data import DataFileError, DownloadError, check_file, download_file, read_json
 
 #: split name -> file name in ``$AGENTGYM_DATA/hotpotqa``.
 SPLIT_FILES: dict[str, str] = {
@@ -259,7 +259,7 @@ def download(dest: Path, files: Sequence[str] = tuple(OFFICIAL_URLS)) -> Path:
             download_file(url, tmp)
             load_questions(tmp)
         except (urllib.error.URLError, TimeoutError, ConnectionError) as e:
-            raise RuntimeError(
+            raise DownloadError(
                 f"could not download {url} ({e}). Download it by hand from https://hotpotqa.github.io/ "
                 f"and run `agentgym data prepare hotpotqa --from FILE`."
             ) from e

@@ -244,6 +244,8 @@ def load_catalog(
             p = process_raw_product(r, attributes)
             products.append(p)
             texts.append(index_text(p))
+    if not products:  # an empty or cut file would only fail later, deep in the search index, naming no file
+        raise DataFileError(f"{source}: holds no products (empty or cut file): " + restore_hint("webshop"))
     for p in products:
         attr = attributes.get(p["asin"], {})
         p["instruction_text"] = attr.get("instruction")

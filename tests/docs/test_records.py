@@ -1,0 +1,70 @@
+"""Every figure the docs quote is rendered from a committed record (docs/figures/*.json) by tools/figures.py.
+
+A block between ``<!-- figures:NAME -->`` markers that differs from what its record gives fails here (run
+``python tools/figures.py --render``); so does a CPU-table record that no longer matches the board entries it was
+collected from (``--collect``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def fig():
+    spec = importlib.util.spec_from_file_location("figures", ROOT / "tools" / "figures.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_every_rendered_block_matches_its_record(fig):
+    stale = fig.render_all(write=False)
+    assert stale == [], f"{stale} differ from their records: run `python tools/figures.py --render`"
+
+
+def test_the_cpu_table_record_holds_what_the_board_entries_hold(fig):
+    record = json.loads(fig.CPU_TABLE.read_text())
+    fresh = fig.collect_cpu_table()
+    assert fresh["runs"] == record["runs"], "the entries changed: run `python tools/figures.py --collect`"
+
+
+def test_every_record_names_its_command_date_machine_and_versions(fig):
+    cpu = json.loads(fig.CPU_TABLE.read_text())
+    assert cpu["command"] and cpu["date"] and cpu["machine"] and cpu["versions"]
+    learning = json.loads(fig.JSON.read_text())
+    assert learning["command"] and learning["date"] and learning["versions"]
+    timings = json.loads(fig.TIMINGS.read_text())
+    assert timings["machine"] and timings["source"] and timings["how"]
+    for t in timings["values"]:
+        assert t["command"] and t["date"] and t["commit"] and t["seconds"] > 0, t
+
+
+def test_wilson_interval_matches_the_textbook_values(fig):
+    lo, hi = fig.wilson(64, 100)
+    assert (round(lo, 3), round(hi, 3)) == (0.542, 0.727)
+    assert fig.wilson(0, 100) == (0.0, pytest.approx(0.037, abs=1e-3))
+
+
+def test_a_stage_row_shows_its_interval_its_seeds_and_gains_against_sft(fig):
+    def run(stage, seed, solved):
+        return {"suite": "sokoban", "stage": stage, "seed": seed, "episodes": 10, "successes": len(solved),
+                "solved": solved, "temperature": 0.4, "invalid_rate": 0.0, "tokens_per_episode": 100.0}  # fmt: skip
+
+    record = {
+        "date": "2026-01-01", "versions": "v", "machine": "m",
+        "runs": [run("SFT", None, [1, 2, 3]), run("SFT+GiGPO", 1, [1, 2, 3, 4]), run("SFT+GiGPO", 2, [2, 5])],
+    }  # fmt: skip
+    table = fig.render_cpu_table(record, "sokoban")
+    sft = next(line for line in table.splitlines() if line.startswith("| SFT |"))
+    lo, hi = fig.wilson(3, 10)
+    assert f"0.30 [{lo:.2f}, {hi:.2f}]" in sft
+    rl = next(line for line in table.splitlines() if line.startswith("| SFT+GiGPO |"))
+    assert "0.30 (0.20-0.40, 2 seeds)" in rl and "0.40, 0.20" in rl
+    assert "+1/-0, +1/-2" in rl  # seed 1 gains board 4; seed 2 gains 5, loses 1 and 3

@@ -1,0 +1,196 @@
+"""Render docs/cpu-path.md (the CPU path, measured) from its records in docs/figures/.
+
+Records: ``threads.json`` (tools/thread_bench.py), ``phases.json`` and ``phases_fp32.json``
+(tools/phase_bench.py), ``run_folder.json`` (tools/run_folder_size.py). tests/docs/test_cpu_path_note.py fails
+when the page and its records differ.
+
+Run: ``python tools/cpu_path_note.py`` (rewrites docs/cpu-path.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "docs" / "figures"
+PAGE = ROOT / "docs" / "cpu-path.md"
+
+#: Why each part of a SmolLM2 run folder is there.
+WHY = {
+    "state.pt:model": "fp32 weights of the policy (master weights; tied input/output embedding stored once)",
+    "state.pt:optimizer": "AdamW's two moments per weight: a resumed run equals an uninterrupted one only with them",
+    "model": "the same weights as a plain HF folder (safetensors, tokenizer, agentgym_prompt.json): what "
+    "`agentgym eval --agent hf:` plays and a leaderboard entry pins by sha256",
+}
+
+
+def _load(name: str) -> dict | None:
+    path = FIGURES / name
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _threads(rec: dict) -> list[str]:
+    out = [
+        "| choice | threads | wall s (median) | runs (s) | x one thread |",
+        "|---|---|---|---|---|",
+    ]
+    for name, row in rec["runs"].items():
+        threads = sorted({line.split()[1] for line in row["threads_lines"] if line})
+        runs = ", ".join(f"{w:.1f}" for w in row["walls_s"])
+        out.append(
+            f"| {name} | {'/'.join(threads)} | {row['median_s']:.1f} | {runs} | "
+            f"{rec['ratio_to_one_thread'][name]:.2f} |"
+        )
+    out.append("")
+    out.append(
+        f"`{rec['timed_command']}` ({rec['iterations']} iterations), {rec['competitors']} busy process(es) "
+        f"running meanwhile, {rec['physical_cores']} physical cores; {rec['date']}; record "
+        f"`docs/figures/threads.json` (`{rec['command']}`)."
+    )
+    return out
+
+
+def _phases(rec: dict) -> list[str]:
+    labels = list(rec["runs"])
+    head = "| phase | " + " | ".join(f"{lab}: s | {lab}: GFLOP/s | {lab}: share of matmul peak" for lab in labels)
+    out = [head + " |", "|---|" + "---|---|---|" * len(labels)]
+    for phase in rec["runs"][labels[0]]["phases"]:
+        cells = []
+        for lab in labels:
+            ph = rec["runs"][lab]["phases"][phase]
+            gf = "-" if ph["gflop_per_s"] is None else f"{ph['gflop_per_s']:.1f}"
+            share = "-" if ph["share_of_matmul_peak"] is None else f"{100 * ph['share_of_matmul_peak']:.1f}%"
+            cells.append(f"{ph['seconds']:.1f} | {gf} | {share}")
+        out.append(f"| {phase} | " + " | ".join(cells) + " |")
+    out.append(
+        "| **iteration** | " + " | ".join(f"**{rec['runs'][lab]['iteration_s']:.1f}** | |" for lab in labels) + " |"
+    )
+    if all("iteration_s_all" in rec["runs"][lab] for lab in labels) and len(labels) > 1:
+        every = "; ".join(
+            f"{lab} " + ", ".join(f"{x:.1f}" for x in rec["runs"][lab]["iteration_s_all"]) for lab in labels
+        )
+        out.append("")
+        out.append(
+            f"Every iteration's seconds, in ABBA order over the run: {every} (the table shows the lower of each)."
+        )
+    peak = max(rec["matmul_flop_per_s"].values()) / 1e9
+    r = rec["runs"][labels[0]]
+    s = rec["settings"]
+    out.append("")
+    out.append(
+        f"{s['config']} at {s['tasks']} task(s) x its group size, at most {s['max_turns']} turns, beta {s['beta']}, "
+        f"dtype {s.get('dtype')}; {r['rows']} rows, {r['tokens_per_pass']} tokens per full pass, "
+        f"{r['generated_tokens']} generated; {r['forward_flops_per_token'] / 1e6:.0f} MFLOP per token forward. "
+        f"Matmul peak measured in {rec.get('matmul_dtype', 'torch.float32')} at {rec['threads']} thread(s): "
+        f"{peak:.1f} GFLOP/s. {rec['date']}, load average {rec['machine'].get('load_average', ['?'])[0]:.1f}; "
+        f"`{rec['command']}`."
+    )
+    return out
+
+
+def _run_folder(rec: dict) -> list[str]:
+    parts = rec["parts"]
+    out = ["| part | MB | why |", "|---|---|---|"]
+    for key, size in parts.items():
+        why = next((w for k, w in WHY.items() if key.endswith(k)), "")
+        if key.startswith("ckpt_") and ":" not in key:
+            why = "the resume state, one `state.pt` (its two big parts below)"
+        if size >= 1e6 or why:
+            out.append(f"| `{key}` | {size / 1e6:.1f} | {why} |")
+    small = sum(v for k, v in parts.items() if ":" not in k and v < 1e6)
+    out.append(f"| logs, config, metrics, expert episodes | {small / 1e6:.1f} | |")
+    out.append(f"| **total** | {rec['value'] / 1e6:.1f} | |")
+    out.append("")
+    out.append(f"{rec['date']}; `{rec['command']}`.")
+    return out
+
+
+def render() -> str:
+    """The page's Markdown from the records present."""
+    lines = [
+        "# The CPU path, measured",
+        "",
+        "<!-- generated by tools/cpu_path_note.py from docs/figures/*.json; do not edit by hand -->",
+        "",
+        "What a new user's CPU machine gets from `make setup` and the CPU commands of these docs, and how close",
+        "one SmolLM2-135M RL iteration comes to the machine. Every figure below is read from a record written",
+        "by the command named under its table, on the project's shared 2-core box (other jobs running).",
+        "",
+        "## Install: a CPU-only torch",
+        "",
+        "Without a CUDA GPU, `make setup` installs torch from PyTorch's CPU wheel index, and from the default",
+        "index only when that index cannot be reached (a machine whose only registry is a package mirror). It",
+        "then runs `tools/torch_check.py`, which fails, printing the command that fixes it, when the venv holds a",
+        "CUDA torch or any `nvidia-*` / `cuda-*` package.",
+        "",
+        "## Threads",
+        "",
+        "PyTorch's default, one thread per core, collapses when another job holds a core: every small operation",
+        "of a small model ends in a barrier that waits for the thread the OS gave away. Training, SFT, `hf:`",
+        "evaluation and `serve` therefore take the physical cores nobody else is using (the larger of the",
+        "1-minute load average and the cores busy right now, subtracted; at least one), print the choice, and",
+        "take `--threads N` or `OMP_NUM_THREADS` instead (`agentgym.models.threads`).",
+        "",
+    ]
+    rec = _load("threads.json")
+    lines += _threads(rec) if rec else ["(no record yet: `python tools/thread_bench.py`)"]
+    lines += [
+        "",
+        "## A trained model knows its prompt",
+        "",
+        "The RL trainers and SFT write `agentgym_prompt.json` beside the exported weights (`runs/<exp>/model`):",
+        "template style and version, history length, response and prompt caps, the answer format. `agentgym",
+        "eval --agent hf:<folder>` and a leaderboard rerun use these settings wherever the command line or the",
+        "submission sets none, and print one line saying so.",
+        "",
+        "## What a SmolLM2 run folder holds",
+        "",
+        "Every run folder (RL and SFT) has `config.yaml`, `versions.json` and `train.log` (one line per",
+        "iteration or epoch, on the console too with `--no-progress`). A run keeps one checkpoint: each is",
+        "written whole under a temporary name and renamed, so the previous one is deleted only afterwards.",
+        "`make demo` removes its runs' checkpoints at the end (`--keep-checkpoints` keeps them) and prints the",
+        "space its runs take. The demo SFT run:",
+        "",
+    ]
+    rec = _load("run_folder.json")
+    lines += _run_folder(rec) if rec else ["(no record yet: `python tools/run_folder_size.py RUN`)"]
+    lines += [
+        "",
+        "## One RL iteration, phase by phase",
+        "",
+        "Achieved FLOP/s = model FLOPs per token (2 x matmul weights, plus causal attention) x the tokens a phase",
+        "processed (x3 for forward+backward), over the phase's seconds; set against a matmul of the same dtype",
+        "timed on the same machine at the same thread count. Generation decodes one token per row at a time, so",
+        "it is bound by memory and per-call overhead, not by the matmul peak.",
+        "",
+        "The old-policy log-prob pass recomputes what the HF sampler computed while generating when the",
+        "sampler runs the trained weights in fp32 over the full tempered softmax (`Trainer.sampling_logps_are_old`;",
+        "tests/rl/test_phases.py shows the log-probs equal to 1e-5 and training ending at the same parameters), so",
+        "there it is taken from the sampler (`reuse_sampling_logprobs`, on by default). On a CPU with native bf16",
+        "the table configs (`dtype: bfloat16`) compute under autocast, where the two differ by bf16 rounding, and",
+        "the pass stays.",
+        "",
+        "The CPU table config as it runs here (bf16 autocast):",
+        "",
+    ]
+    rec = _load("phases.json")
+    lines += _phases(rec) if rec else ["(no record yet: `python tools/phase_bench.py`)"]
+    lines += ["", "In fp32, before and after taking the old log-probs from the sampler, one process:", ""]
+    rec = _load("phases_fp32.json")
+    lines += (
+        _phases(rec)
+        if rec
+        else ["(no record yet: `python tools/phase_bench.py --dtype float32 --out docs/figures/phases_fp32.json`)"]
+    )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    PAGE.write_text(render())
+    print(f"wrote {PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
