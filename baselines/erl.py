@@ -33,6 +33,10 @@ second attempt sees the raw first attempt and feedback instead of a model-writte
 trains the reflector), ``no_consolidation`` (no distillation term); ``train_first_attempt``,
 ``train_reflection``, ``train_second_attempt`` drop a part from the RL loss.
 
+Ours: ``reflector: oracle`` has the privileged grid analyser (``agentgym.agents.oracle``) write the reflections
+(the upper bound of the reflection mechanism); ``erl/first_success_same_tasks`` is the first-attempt success of the
+tasks the second attempts re-play, the paired comparison for ``erl/second_success_rate``.
+
 Every first and second attempt is written to ``<run>/episodes.jsonl`` with ``extras["erl"]`` holding its
 reflection, the memory it saw, both returns and whether the memory was updated.
 
@@ -52,6 +56,7 @@ if __package__ in (None, ""):  # `python baselines/erl.py`: make the checkout im
 import numpy as np
 import torch
 
+from agentgym.agents.oracle import oracle_reflection_reply
 from agentgym.prompts.reflection import (
     FORMS,
     build_reflection_messages,
@@ -108,6 +113,10 @@ class Args(GroupArgs):
     loss_agg_mode: str = "seq-mean-token-sum"
     """``seq-mean-token-sum`` (the authors' verl setting: each row's token sum, averaged over rows, so long
     reflections do not outweigh short actions) or ``token-mean`` (the GRPO baseline's)"""
+    reflector: str = "policy"
+    """who writes the reflections: ``policy`` (the paper: the same model) or ``oracle`` (ours: the privileged
+    grid analyser of ``agentgym.agents.oracle``, which names the first mistake and the solver's plan -- the
+    upper bound of the reflection mechanism; its replies are not trained on, as the policy did not sample them)"""
     restrict_reflection_vocab: bool = True
     """with ``restrict_vocab``: reflections are sampled from the same restricted vocabulary"""
 
@@ -229,6 +238,8 @@ class ErlTrainer(Trainer):
         if args.reflection_form not in FORMS:
             raise ValueError(f"reflection_form must be one of {FORMS}, got {args.reflection_form!r}")
         consolidation_weight(1.0, args.consolidation_weight)  # an unknown mode fails here, not after a rollout
+        if args.reflector not in ("policy", "oracle"):
+            raise ValueError(f"reflector must be 'policy' or 'oracle', got {args.reflector!r}")
         self.memory: str | None = None
         self.total_episodes = 0
         super().__init__(args, algo="erl", **kw)
@@ -317,6 +328,13 @@ class ErlTrainer(Trainer):
         if failed and a.no_reflection:
             for e in failed:
                 reflections[e] = raw_attempt_context(first.episodes[e], success_threshold=a.success_threshold)
+        elif failed and a.reflector == "oracle":
+            for e in failed:
+                reply = oracle_reflection_reply(
+                    first.episodes[e], a.reflection_form
+                )  # rulebook: ERL adds the base prompt
+                reflections[e] = parse_reflection(reply, a.reflection_form)
+                raw[e] = reply
         elif failed:
             for e, (prompt, comp) in zip(
                 failed, self.reflect([first.episodes[e] for e in failed], memory_in, seed + 1)
@@ -500,6 +518,7 @@ class ErlTrainer(Trainer):
 
     def iteration_metrics(self, collected: Experience, batch: TurnBatch | None, elapsed: float) -> dict[str, float]:
         exp, a = collected, self.args
+        G = a.group_size
         gen_s = exp.first.stats.get("generation_s", 0.0) + (
             exp.second.stats.get("generation_s", 0.0) if exp.second else 0.0
         )
@@ -508,6 +527,16 @@ class ErlTrainer(Trainer):
             "success": exp.first.episode_success(),
             "returns": [ep.total_return for ep in exp.first.episodes],
             "second": [is_success(ep, a.success_threshold) for ep in exp.second.episodes] if exp.second else [],
+            # first-attempt success of the task each second attempt re-plays (its group's G first attempts):
+            # the paired comparison of the paper's core effect (second attempts beat first attempts)
+            "first_same": [
+                float(
+                    np.mean([is_success(exp.first.episodes[j], a.success_threshold) for j in range(g * G, g * G + G)])
+                )
+                for g in (e // a.group_size for e in exp.failed)
+            ]
+            if exp.second
+            else [],
             "invalid": [not (t.format_valid and t.is_action_valid) for t in exp.first.turns],
             "resp": [len(t.response_ids) for t in exp.first.turns],
             "episodes": [len(exp.first.episodes) + n_second],
@@ -532,6 +561,8 @@ class ErlTrainer(Trainer):
             "rollout/invalid_action_rate": mean(cat["invalid"]),
             "rollout/response_length": mean(cat["resp"]),
             "erl/second_success_rate": mean(cat["second"]),
+            "erl/first_success_same_tasks": mean(cat["first_same"]),
+            "erl/second_minus_first_same_tasks": mean(cat["second"]) - mean(cat["first_same"]),
             "erl/num_reflections": float(len(cat["second"])),
             "erl/memory_updates": float(sum(cat["updates"])),
             "erl/has_memory": float(self.memory is not None),

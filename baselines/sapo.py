@@ -150,6 +150,21 @@ def batch_normalize(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     return (x - x.mean()) / (x.std() + eps)
 
 
+def readout_corr(x: torch.Tensor, returns: torch.Tensor) -> float:
+    """Pearson correlation of a read-out with the returns (0 when either is constant or too short)."""
+    if x.numel() <= 2 or float(x.std()) == 0.0 or float(returns.std()) == 0.0:
+        return 0.0
+    return float(torch.corrcoef(torch.stack([x.float(), returns.float()]))[0, 1])
+
+
+def explained_variance(x: torch.Tensor, returns: torch.Tensor) -> float:
+    """``1 - Var(returns - x) / Var(returns)`` (0 when the returns are constant, as PPO's)."""
+    var = float(returns.float().var()) if returns.numel() > 1 else 0.0
+    if var == 0.0:
+        return 0.0
+    return 1.0 - float((returns.float() - x.float()).var()) / var
+
+
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     a = trainer.args
     check_args(a)
@@ -181,12 +196,16 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     adv = batch_normalize(pen, a.adv_eps)
     batch["advantages"] = broadcast_turn_values(adv.tolist(), batch["completion_mask"])
     batch["v_old"], batch["q_old"], batch["y_v"], batch["y_q"] = v_old, q_old, y_v, y_q
-    corr = float(torch.corrcoef(torch.stack([v_old, mc]))[0, 1]) if B > 2 and v_old.std() > 0 and mc.std() > 0 else 0.0
     ro = batch["readout"]  # (B, T+1, 2) raw logits of (w+, w-)
     return {
         "sapo/v_mean": float(v_old.mean()),
         "sapo/q_mean": float(q_old.mean()),
-        "sapo/value_return_corr": corr,
+        # how well the read-outs track the realised discounted returns from each turn (Q's from the turn's
+        # action on, the same Monte-Carlo sample): correlation and explained variance 1 - Var(G - x) / Var(G)
+        "sapo/value_return_corr": readout_corr(v_old, mc),
+        "sapo/value_return_ev": explained_variance(v_old, mc),
+        "sapo/q_return_corr": readout_corr(q_old, mc),
+        "sapo/q_return_ev": explained_variance(q_old, mc),
         "sapo/adv_std_raw": float(pen.std()) if B > 1 else 0.0,
         "sapo/readout_abs_logit": float(ro.abs().mean()),
         "sapo/readout_saturated": float((v_old.abs() >= a.r_max).float().mean()),

@@ -23,6 +23,10 @@ What differs from GRPO (``baselines/grpo.py``; its advantages come from ``agentg
   instruct model; None: the policy itself). ``sft_on_trajectories`` adds the successful turns under their
   lesson-conditioned prompt (action-under-lesson rows, off by default). ``no_sft`` skips the stage.
 
+Ours: ``analyser_model: oracle`` has the privileged grid analyser (``agentgym.agents.oracle``) write every lesson
+(the upper bound of the lesson mechanism), and ``lesson_probe`` (on in the CPU configs) logs the lesson-conditioned policy's success
+against the lesson-free one on the same tasks every iteration.
+
 Ablations: ``no_sft``, ``no_gate`` (g = 1). ``train_fraction`` < 1 trains on a fixed subset of the
 training tasks (the paper's data-efficiency run uses 60%).
 
@@ -43,6 +47,7 @@ if __package__ in (None, ""):  # `python baselines/seed.py`: make the checkout i
 import numpy as np
 import torch
 
+from agentgym.agents.oracle import OracleAnalyser
 from agentgym.prompts.lesson import build_lesson_messages
 from agentgym.records import EpisodeSpec
 from agentgym.rl.advantages import group_advantages
@@ -86,7 +91,13 @@ class Args(GroupArgs):
     """option: also SFT on successful turns in the lesson-conditioned prompt (action-under-lesson rows)"""
     analyser_model: str | None = None
     """HF id or folder of an external model that writes the SFT stage's lessons (``tiny``: a tiny random
-    model); None: the policy writes them. RL-time lessons always come from the policy (self-distillation)"""
+    model); None: the policy writes them; RL-time lessons then come from the policy (self-distillation).
+    ``oracle``: the privileged grid analyser (``agentgym.agents.oracle``, ours) writes *every* lesson, SFT
+    stage and RL alike -- the upper bound of the lesson mechanism, not self-distillation"""
+    lesson_probe: bool = False
+    """each iteration, play one lesson-conditioned episode per task that got a lesson (not trained on) and log
+    its success against the lesson-free rollouts of the same tasks (``seed/lesson_conditioned_success`` vs
+    ``seed/lesson_free_success``): the gap the distillation term closes"""
     lesson_max_new_tokens: int = 256
     """length cap of an analyser reply"""
     lesson_temperature: float | None = None
@@ -202,19 +213,25 @@ class SeedTrainer(Trainer):
             raise ValueError("train_fraction < 1 needs num_train_tasks (the size of the training task set)")
         self.sft_done = False
         super().__init__(args, algo="seed", **kw)
-        analyse = chat_analyser(
-            self.generator,
-            self.tokenizer,
-            max_new_tokens=args.lesson_max_new_tokens,
-            temperature=args.temperature if args.lesson_temperature is None else args.lesson_temperature,
-            max_prompt_tokens=args.lesson_max_prompt_tokens,
-            seed=args.seed * 31,
+        oracle = args.analyser_model == "oracle"
+        analyse = (
+            OracleAnalyser()
+            if oracle
+            else chat_analyser(
+                self.generator,
+                self.tokenizer,
+                max_new_tokens=args.lesson_max_new_tokens,
+                temperature=args.temperature if args.lesson_temperature is None else args.lesson_temperature,
+                max_prompt_tokens=args.lesson_max_prompt_tokens,
+                seed=args.seed * 31,
+            )
         )
         self._writer = self.open_episode_log(args.log_episodes)  # closed by Trainer.fit
         then = [self._writer] if self._writer is not None else []
         self.lesson_writer = LessonWriter(analyse, max_retries=args.lesson_max_retries, then=then)
         self.sft_analyse = None  # the external analyser of the SFT stage (None: the policy's own)
-        if args.analyser_model and not args.no_sft and not self.sft_done:
+        self.probe_metrics: dict[str, float] = {}
+        if args.analyser_model and not oracle and not args.no_sft and not self.sft_done:
             self.sft_analyse = self._external_analyser()
         self.task_subset: list[int] | None = None
         if args.num_train_tasks:
@@ -413,7 +430,45 @@ class SeedTrainer(Trainer):
         return stats
 
     def collect(self, tasks: list[EpisodeSpec], *, seed: int) -> RolloutBatch:
-        return self.play(tasks, group_size=self.args.group_size, seed=seed)
+        rb = self.play(tasks, group_size=self.args.group_size, seed=seed)
+        self.probe_metrics = self.lesson_probe(tasks, rb, seed=seed + 7919) if self.args.lesson_probe else {}
+        return rb
+
+    @torch.no_grad()
+    def lesson_probe(self, tasks: list[EpisodeSpec], rb: RolloutBatch, *, seed: int) -> dict[str, float]:
+        """Success of the lesson-conditioned policy against the lesson-free one on the same tasks.
+
+        For every task with a lesson (its group's first episode that has one), one more episode is played with
+        that lesson in the prompt (the teacher's prompt); its success is compared with the mean success of the
+        task's lesson-free rollouts. These episodes are measured only: never trained on, never counted as
+        training episodes.
+        """
+        G = self.args.group_size
+        picked: list[tuple[int, str]] = []
+        for g in range(len(tasks)):
+            for e in range(g * G, min((g + 1) * G, len(rb.episodes))):
+                lesson = rb.episodes[e].extras.get("lesson")
+                if lesson:
+                    picked.append((g, lesson))
+                    break
+        if not picked:
+            return {"seed/probe_tasks": 0.0}
+        probe = self.rollout(
+            [tasks[g] for g, _ in picked],
+            group_size=1,
+            temperature=self.args.temperature,
+            seed=seed,
+            build_kwargs=lambda inp, i: {"lesson": picked[i][1]},
+        )
+        success = rb.episode_success()
+        free = [float(np.mean(success[g * G : (g + 1) * G])) for g, _ in picked]
+        cond = [float(ep.success) for ep in probe.episodes]
+        return {
+            "seed/probe_tasks": float(len(picked)),
+            "seed/lesson_conditioned_success": float(np.mean(cond)),
+            "seed/lesson_free_success": float(np.mean(free)),
+            "seed/lesson_gap": float(np.mean(cond) - np.mean(free)),
+        }
 
     def score_batch(self, collected: RolloutBatch, batch: TurnBatch) -> dict[str, float]:
         times = self.score(batch)
@@ -424,6 +479,7 @@ class SeedTrainer(Trainer):
         metrics = super().iteration_metrics(collected, batch, elapsed)
         metrics["seed/lesson_rows"] = float(batch["has_lesson"].sum()) if batch is not None else 0.0
         metrics.update(self.lesson_writer.metrics())
+        metrics.update(self.probe_metrics)
         return metrics
 
     def fit(self, advantage_fn=None, loss_fn=None) -> dict[str, float]:

@@ -82,6 +82,27 @@ class Args(BaseArgs):
     """checkpoint every N epochs (0: only at the end)"""
     export_model: bool = True
     """also write the final weights as a plain HF folder ``runs/<exp>/model``"""
+    lesson_rows: int = 0
+    """trajectory -> lesson rows (SEED's SFT stage: the analyser chat, the lesson JSON as target) added to the
+    action rows; targets from the privileged grid analyser (``agentgym.agents.oracle``) on ``analysis_episodes``"""
+    reflection_rows: int = 0
+    """failed attempt -> reflection rows (ERL's reflector chat, the tagged reflection as target), same source"""
+    analysis_episodes: int = 0
+    """noisy-expert episodes the lesson/reflection rows are drawn from (reset seeds right after the expert
+    episodes'); 0: four times the larger of ``lesson_rows`` and ``reflection_rows``"""
+    perturb_prob: float = 0.3
+    """probability of a random move at each step of those episodes (the expert's moves otherwise)"""
+    context_rows: int = 0
+    """expert action rows whose prompt carries the oracle reflection (ERL's second-attempt prompt) or lesson
+    (SEED's teacher prompt) of a failed noisy attempt at the same task, alternately: the model learns to act on
+    the text it will be given (the paper's ``sft_on_trajectories`` idea, action-under-lesson rows)"""
+    reflection_form: str = "in_context"
+    """reflection form of the reflection rows (``in_context`` or ``rulebook``, as ERL's ``reflection_form``)"""
+    val_analysis: int = 0
+    """validation also asks the model for lessons and reflections on this many held-out noisy-expert episodes
+    and logs their parse rates and agreement with the privileged analyser (``val/lesson_*``, ``val/reflection_*``)"""
+    analysis_max_new_tokens: int = 192
+    """length cap of those validation lessons and reflections"""
 
 
 # -- data: episode logs -> (prompt ids, target ids) rows ----------------------------------------------------
@@ -210,6 +231,178 @@ def sft_rows(
     return prompts, targets, stats
 
 
+# -- lesson and reflection rows (privileged targets) -----------------------------------------------------------
+def noisy_expert_episodes(
+    env_id: str, n: int, *, seed: int, noise: float, agent_seed: int, log: str | Path | None, env_kwargs=None
+) -> list[Episode]:
+    """Play ``n`` noisy-expert episodes (reset seeds ``seed..seed+n-1``) into ``log`` (resumable)."""
+    from agentgym.agents import NoisyExpertAgent
+    from agentgym.evaluation import run_episodes
+
+    agent = NoisyExpertAgent(noise, seed=agent_seed)
+    return run_episodes(env_id, agent, seed_specs(n, seed=seed), env_kwargs=env_kwargs, log_path=log).episodes
+
+
+def held_out_analysis_episodes(
+    env_id: str, n: int, *, noise: float, agent_seed: int, seed: int = 20_000_000, env_kwargs=None
+) -> list[Episode]:
+    """``n`` noisy-expert episodes on held-out seeds, failures and successes alternating (so reflections, which
+    only failures get, are checked too): drawn from up to ``8 * n`` episodes."""
+    eps = noisy_expert_episodes(
+        env_id, 8 * n, seed=seed, noise=noise, agent_seed=agent_seed, log=None, env_kwargs=env_kwargs
+    )
+    return _interleave([e for e in eps if not e.success], [e for e in eps if e.success])[:n]
+
+
+def _interleave(first: list[Episode], second: list[Episode]) -> list[Episode]:
+    out = []
+    for i in range(max(len(first), len(second))):
+        out += [x[i] for x in (first, second) if i < len(x)]
+    return out
+
+
+def analysis_rows(
+    episodes: list[Episode], template, tokenizer, args: Args
+) -> tuple[list[list[int]], list[list[int]], dict[str, float]]:
+    """The lesson rows (failures and successes alternating) and reflection rows (failures), tokenised.
+
+    The prompts are built by the very functions SEED's lesson writer and ERL's reflector use
+    (``build_lesson_messages``, ``build_reflection_messages`` with the template's system prompt); half the
+    reflection rows show another task's reflection as the memory, as ERL does once a reflection has worked.
+    """
+    from agentgym.agents.oracle import critique, oracle_lesson_reply, oracle_reflection, oracle_reflection_reply
+    from agentgym.prompts.lesson import build_lesson_messages
+    from agentgym.prompts.reflection import build_reflection_messages
+    from agentgym.rl.hooks import encode_chat
+
+    failures = [ep for ep in episodes if not ep.success]
+    successes = [ep for ep in episodes if ep.success]
+    eos = tokenizer.eos_token or "" if args.target_eos else ""
+    prompts, targets = [], []
+
+    def add(chat: list[dict[str, str]], reply: str) -> None:
+        prompts.append(encode_chat(tokenizer, chat, args.max_prompt_tokens))
+        targets.append(list(tokenizer(reply + eos, add_special_tokens=False)["input_ids"]))
+
+    lesson_eps = _interleave(failures, successes)[: args.lesson_rows]
+    for ep in lesson_eps:
+        add(build_lesson_messages(ep), oracle_lesson_reply(ep))
+    system = template.system_prompt
+    refl_eps = failures[: args.reflection_rows]
+    crits = [critique(ep) for ep in refl_eps]
+    for i, (ep, c) in enumerate(zip(refl_eps, crits)):
+        memory = oracle_reflection(refl_eps[i - 1], args.reflection_form, crit=crits[i - 1])
+        memory = memory if i % 2 and len(refl_eps) > 1 else None
+        chat = build_reflection_messages(ep, memory=memory, form=args.reflection_form, system_prompt=system)
+        add(chat, oracle_reflection_reply(ep, args.reflection_form, crit=c))  # ERL appends the base prompt itself
+    n_context = 0
+    if args.context_rows:
+        from agentgym.agents import ExpertAgent
+        from agentgym.agents.oracle import oracle_lesson
+        from agentgym.evaluation import run_episodes
+        from agentgym.records import EpisodeSpec
+
+        specs = [EpisodeSpec(seed=ep.seed, options=ep.options) for ep in failures]
+        experts = run_episodes(args.env_id, ExpertAgent(), specs, env_kwargs=args.env_kwargs or None).episodes
+        for i, (ep, expert) in enumerate(zip(failures, experts)):
+            if n_context >= args.context_rows:
+                break
+            if i % 2 == 0 and args.reflection_form == "in_context":
+                context = {"reflection": oracle_reflection(ep, args.reflection_form)}
+            elif i % 2 == 0:  # as ErlTrainer.second_attempt_kwargs builds a rulebook's system prompt
+                rules = oracle_reflection(ep, args.reflection_form)
+                context = {"system": f"{rules}\n\n{system}" if system else rules}
+            else:
+                context = {"lesson": oracle_lesson(ep)["episode_skill"]}
+            for inp, t in episode_inputs(expert):
+                text = step_target(expert, t, args.expert_think, template)
+                if text is None or n_context >= args.context_rows:
+                    continue
+                _, ids, _ = _fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, context)
+                prompts.append(ids)
+                targets.append(list(tokenizer(text + eos, add_special_tokens=False)["input_ids"]))
+                n_context += 1
+    stats = {
+        "sft/analysis_episodes": float(len(episodes)),
+        "sft/analysis_failures": float(len(failures)),
+        "sft/lesson_rows": float(len(lesson_eps)),
+        "sft/reflection_rows": float(len(refl_eps)),
+        "sft/context_rows": float(n_context),
+    }
+    return prompts, targets, stats
+
+
+@torch.no_grad()
+def analysis_metrics(
+    generator,
+    tokenizer,
+    episodes: list[Episode],
+    *,
+    system_prompt: str | None,
+    form: str = "in_context",
+    max_new_tokens: int = 192,
+    max_prompt_tokens: int = 2048,
+    temperature: float = 0.0,
+    seed: int = 0,
+) -> dict[str, float]:
+    """The model's own lessons (all episodes) and reflections (failed ones), scored against the privileged analyser.
+
+    ``lesson_parse_rate``: replies ``parse_lesson`` accepts; ``lesson_oracle_match``: parsed lessons whose
+    ``episode_skill`` equals the oracle's (the same mistake, place and better move); ``reflection_tagged_rate``:
+    replies with a closed reflection block (ERL's ``erl/reflection_tagged_rate``); ``reflection_plan_match``:
+    reflections that hold the oracle's better move sentence and plan (slippery ice: the first move).
+    """
+    from agentgym.agents.oracle import critique, oracle_lesson, oracle_reflection
+    from agentgym.prompts.lesson import LessonParseError, build_lesson_messages, parse_lesson
+    from agentgym.prompts.reflection import build_reflection_messages, parse_reflection
+    from agentgym.rl.hooks import encode_chat
+
+    out: dict[str, float] = {}
+    if not episodes:
+        return out
+    crits = [critique(ep) for ep in episodes]
+    chats = [build_lesson_messages(ep) for ep in episodes]
+    replies = generator.generate(
+        [encode_chat(tokenizer, c, max_prompt_tokens) for c in chats],
+        max_new_tokens=max_new_tokens,
+        temperature=temperature,
+        seed=seed,
+    )
+    parsed = match = 0
+    for ep, c, r in zip(episodes, crits, replies):
+        try:
+            lesson = parse_lesson(r.text)
+        except LessonParseError:
+            continue
+        parsed += 1
+        match += lesson.fields.get("episode_skill") == oracle_lesson(ep, c)["episode_skill"]
+    out["lesson_parse_rate"] = parsed / len(episodes)
+    out["lesson_oracle_match"] = match / len(episodes)
+    failed = [(ep, c) for ep, c in zip(episodes, crits) if not ep.success]
+    if failed:
+        tag = "reflection" if form == "in_context" else "prompt"
+        chats = [build_reflection_messages(ep, form=form, system_prompt=system_prompt) for ep, _ in failed]
+        replies = generator.generate(
+            [encode_chat(tokenizer, c, max_prompt_tokens) for c in chats],
+            max_new_tokens=max_new_tokens,
+            temperature=temperature,
+            seed=seed + 1,
+        )
+        tagged = plan = 0
+        for (ep, c), r in zip(failed, replies):
+            start = r.text.find(f"<{tag}>")
+            tagged += start >= 0 and r.text.find(f"</{tag}>", start) >= 0
+            text = parse_reflection(r.text, form) or ""
+            want = oracle_reflection(ep, form, crit=c)
+            key = [s for s in want.split(". ") if s.startswith(("There, move", "Plan from", "Best first move"))]
+            plan += bool(key) and all(k.rstrip(".") in text for k in key)
+        out["reflection_tagged_rate"] = tagged / len(failed)
+        out["reflection_plan_match"] = plan / len(failed)
+        out["reflection_episodes"] = float(len(failed))
+    out["lesson_episodes"] = float(len(episodes))
+    return out
+
+
 def load_data(trainer: Trainer, args: Args) -> list[Episode]:
     """The episodes named by ``args.data``, or freshly played expert episodes."""
     if args.data:
@@ -277,7 +470,27 @@ def validate(trainer: Trainer) -> dict[str, float]:
     a = trainer.args
     tasks = [EpisodeSpec(seed=10_000_000 + i) for i in range(a.val_tasks)]
     rb = trainer.rollout(tasks, group_size=1, temperature=a.val_temperature, seed=a.seed + 7)
-    return {"val/success_rate": rb.success_rate(), "val/invalid_action_rate": rb.invalid_action_rate()}
+    out = {"val/success_rate": rb.success_rate(), "val/invalid_action_rate": rb.invalid_action_rate()}
+    if getattr(a, "val_analysis", 0):
+        if getattr(trainer, "val_analysis_episodes", None) is None:  # held-out seeds, far from training ones
+            trainer.val_analysis_episodes = held_out_analysis_episodes(
+                a.env_id, a.val_analysis, noise=a.perturb_prob, agent_seed=a.seed + 11, env_kwargs=a.env_kwargs or None
+            )
+        trainer.model.eval()
+        with trainer.autocast():
+            stats = analysis_metrics(
+                trainer.generator,
+                trainer.tokenizer,
+                trainer.val_analysis_episodes,
+                system_prompt=trainer.template.system_prompt,
+                form=a.reflection_form,
+                max_new_tokens=a.analysis_max_new_tokens,
+                max_prompt_tokens=a.max_prompt_tokens,
+                seed=a.seed + 13,
+            )
+        trainer.model.train()
+        out.update({f"val/{k}": v for k, v in stats.items()})
+    return out
 
 
 def plot_sft_curve(history: list[dict[str, float]], path: Path, *, title: str) -> Path | None:
@@ -318,6 +531,22 @@ def train(args: Args) -> dict[str, float]:
     trainer = Trainer(args, algo="sft")
     episodes = load_data(trainer, args)
     prompts, targets, data_stats = sft_rows(episodes, trainer.template, trainer.tokenizer, args)
+    if args.lesson_rows or args.reflection_rows or args.context_rows:
+        trainer.run_dir.mkdir(parents=True, exist_ok=True)
+        n = args.analysis_episodes or 4 * max(args.lesson_rows, args.reflection_rows, args.context_rows)
+        noisy = noisy_expert_episodes(
+            args.env_id,
+            n,
+            seed=args.expert_seed + args.expert_episodes,
+            noise=args.perturb_prob,
+            agent_seed=args.seed,
+            log=trainer.run_dir / "analysis.jsonl",
+            env_kwargs=args.env_kwargs or None,
+        )
+        p, t, extra = analysis_rows(noisy, trainer.template, trainer.tokenizer, args)
+        prompts, targets = prompts + p, targets + t
+        data_stats.update(extra)
+        data_stats["sft/action_rows"], data_stats["sft/rows"] = data_stats["sft/rows"], float(len(prompts))
     if not prompts:
         raise ValueError(
             f"no SFT rows in {len(episodes)} episode(s) of {args.env_id}: "

@@ -90,6 +90,75 @@ def test_cpu_table_trains_sft_for_the_asked_epochs_and_rl_from_that_run(tmp_path
     assert "--total-iterations" not in cmds[-1]
 
 
+def test_cpu_table_runs_the_seed_mechanism_comparison_from_one_lesson_reflection_sft(tmp_path, monkeypatch):
+    """``--sft mech``: the lesson/reflection SFT config, every RL run (oracle variants included) from that one
+    checkpoint, the oracle variants through their own configs and the ERL/SEED scripts; mechanism metrics read back."""
+    import cpu_table
+
+    cmds = []
+    monkeypatch.setattr(cpu_table, "run", lambda cmd, log, threads: cmds.append(cmd) or 0.0)
+    cpu_table.train("frozenlake", "sft", None, tmp_path, 1, sft="mech")
+    for method in ("erl-oracle", "seed-oracle", "erl", "grpo"):
+        cpu_table.train("frozenlake", method, 1, tmp_path, 1, sft="mech")
+    sft, erl_oracle, seed_oracle, erl, grpo = cmds
+    assert sft[sft.index("--config") + 1].endswith("configs/cpu/sft_smollm2_frozenlake_mech.yaml")
+    assert sft[sft.index("--exp-name") + 1] == "sft_smollm2_frozenlake_mech"
+    for cmd in (erl_oracle, seed_oracle, erl, grpo):  # paired: one fixed SFT checkpoint
+        assert cmd[cmd.index("--init-from") + 1] == str(tmp_path / "sft_smollm2_frozenlake_mech")
+    assert erl_oracle[1] == "baselines/erl.py" and erl_oracle[3].endswith("erl_oracle_smollm2_frozenlake.yaml")
+    assert seed_oracle[1] == "baselines/seed.py" and seed_oracle[3].endswith("seed_oracle_smollm2_frozenlake.yaml")
+    assert erl[3].endswith("/erl_smollm2_frozenlake.yaml")
+    assert cpu_table.config("frozenlake", "erl-oracle")["reflector"] == "oracle"
+    assert cpu_table.config("frozenlake", "seed-oracle")["analyser_model"] == "oracle"
+    # a killed run resumes
+    run = tmp_path / "erl_oracle_smollm2_frozenlake_s1"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text(
+        "".join(
+            json.dumps({"iteration": i, "erl/second_success_rate": v, "erl/first_success_same_tasks": 0.25}) + "\n"
+            for i, v in ((1, 0.5), (2, 1.0))
+        )
+    )
+    cpu_table.train("frozenlake", "erl-oracle", 1, tmp_path, 1, sft="mech")
+    assert cmds[-1][-1] == "--resume"
+    facts = cpu_table.mechanism_facts(tmp_path, "frozenlake", "erl-oracle", [1, 2])
+    assert facts["erl/second_success_rate"] == {"seeds": [1.0], "mean": [0.75], "last": [1.0]}
+    assert facts["erl/first_success_same_tasks"]["last"] == [0.25]
+    meta = cpu_table.entry_meta("smollm2-sft-erl-oracle_s1", None, "mech")
+    assert meta["name"] == "SmolLM2-135M SFT with lessons and reflections+ERL (oracle reflections) seed 1 (CPU table)"
+
+
+def test_mechanism_probe_measures_writing_erl_and_seed_on_a_trained_run(tmp_path):
+    """tools/mechanism_probe.py on a tiny SFT run: the model's own writing, oracle ERL's paired second-vs-first
+    attempt success and oracle SEED's lesson-conditioned vs lesson-free success, all on the same held-out tasks."""
+    import mechanism_probe
+
+    from baselines import sft
+
+    args = sft.Args(
+        model="tiny",
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        output_dir=str(tmp_path),
+        exp_name="sft",
+        expert_episodes=4,
+        total_iterations=1,
+        history_length=0,
+        prompt_style="erl-cells",
+        progress=False,
+        plot=False,
+    )
+    sft.train(args)
+    tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "group_size": 2, "dtype": "float32"}
+    out = mechanism_probe.probe("frozenlake", str(tmp_path / "sft"), episodes=3, tasks=2, own=False, overrides=tiny)
+    assert out["writing"]["lesson_episodes"] == 3.0 and 0.0 <= out["writing"]["lesson_parse_rate"] <= 1.0
+    erl = out["erl"]
+    assert erl["reflector"] == "oracle" and 0.0 <= erl["first_success"] <= 1.0
+    if erl["failed_first_attempts"]:
+        assert 0.0 <= erl["second_success"] <= 1.0 and erl["reflections"][0].startswith("Last time:")
+    assert out["seed"]["analyser"] == "oracle" and out["seed"]["lesson_parse_rate"] == 1.0
+    assert out["seed"]["probe_tasks"] == 2.0
+
+
 def test_the_demo_reports_its_disk_use_and_drops_the_resume_state(tmp_path):
     run = tmp_path / "demo_sft"
     (run / "ckpt_000001").mkdir(parents=True)

@@ -4,6 +4,16 @@
     python tools/cpu_table.py --env frozenlake --methods grpo erl seed --seeds 1     # ERL and SEED vs GRPO
     python tools/cpu_table.py --env frozenlake --methods grpo ppo sapo --table-only  # summarise what exists
     python tools/cpu_table.py --env frozenlake --methods grpo --entries leaderboards/entries
+    python tools/cpu_table.py --env frozenlake --sft mech --methods grpo sapo erl seed --seeds 1,2,3 --jobs 2
+    python tools/cpu_table.py --env frozenlake --sft mech --methods erl-oracle seed-oracle --seeds 1 --jobs 2
+
+``--sft mech`` is the seed methods' comparison: every run starts from one fixed lesson/reflection SFT checkpoint
+(``sft_smollm2_ENV_mech.yaml``: action rows plus trajectory -> lesson, failed attempt -> reflection and
+reflection/lesson-in-context rows written by the privileged grid analyser), in its own folders (``runs/mech``,
+``runs/heldout/ENV-mech``), so ``erl`` / ``seed`` are ERL and SEED with the model's *own* reflections and lessons
+and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analyser's (the mechanisms' upper bound;
+one seed is enough for them). The table then also reports each method's mechanism metrics (``MECHANISM``), mean
+over iterations and at the last one, per seed.
 
 Every step is skipped when its output exists, so a killed run picks up where it stopped:
 
@@ -46,17 +56,48 @@ import demo  # noqa: E402
 CPU_CONFIGS = ROOT / "baselines" / "configs" / "cpu"
 #: --env -> the held-out suite (100 seeds from agentgym.suites.EVAL_SEED_BASE)
 SUITES = {"frozenlake": "frozenlake-notslippery", "sokoban": "sokoban"}
-METHODS = ("grpo", "ppo", "sapo", "erl", "seed", "rloo", "gigpo")
+METHODS = ("grpo", "ppo", "sapo", "erl", "seed", "rloo", "gigpo", "erl-oracle", "seed-oracle")
+#: --sft -> the SFT stage's config suffix: "" the action-only behaviour cloning, "mech" the lesson/reflection SFT
+SFT_VARIANTS = {"action": "", "mech": "_mech"}
+#: the metrics that show each seed method's own mechanism at work (logged every iteration by the baselines)
+MECHANISM = {
+    "erl": (
+        "erl/reflection_tagged_rate",
+        "erl/second_success_rate",
+        "erl/first_success_same_tasks",
+        "erl/second_minus_first_same_tasks",
+    ),
+    "seed": (
+        "seed/lesson_parse_rate",
+        "seed/gate_mean",
+        "seed/lesson_conditioned_success",
+        "seed/lesson_free_success",
+        "seed/lesson_gap",
+    ),
+    "sapo": ("sapo/value_return_corr", "sapo/value_return_ev", "sapo/q_return_corr", "sapo/q_return_ev"),
+}
 LOGS_ONLY = (
     "CPU table by tools/cpu_table.py: the SFT/RL checkpoints are not published with the entry, so there is no "
     "pinned model to re-run"
 )
 
 
-def config(env: str, method: str) -> dict:
+def script(method: str) -> str:
+    """The baseline file of a table method (``erl-oracle`` runs ``baselines/erl.py``)."""
+    return method.split("-")[0]
+
+
+def config_path(env: str, method: str, sft: str = "action") -> Path:
+    """``METHOD_smollm2_ENV.yaml`` (``erl-oracle`` -> ``erl_oracle_...``; the SFT stage with ``--sft mech``:
+    ``sft_smollm2_ENV_mech.yaml``)."""
+    suffix = SFT_VARIANTS[sft] if method == "sft" else ""
+    return CPU_CONFIGS / f"{method.replace('-', '_')}_smollm2_{env}{suffix}.yaml"
+
+
+def config(env: str, method: str, sft: str = "action") -> dict:
     from agentgym.rl.config import load_config_file
 
-    path = CPU_CONFIGS / f"{method}_smollm2_{env}.yaml"
+    path = config_path(env, method, sft)
     if not path.exists():
         raise SystemExit(f"no CPU config {path.relative_to(ROOT)}: write one next to the others first")
     return load_config_file(path)
@@ -75,18 +116,27 @@ def run(cmd: list[str], log: Path, threads: int) -> float:
     return time.perf_counter() - t0
 
 
-def train(env: str, method: str, seed: int | None, runs: Path, threads: int, sft_epochs: int | None = None) -> Path:
+def train(
+    env: str,
+    method: str,
+    seed: int | None,
+    runs: Path,
+    threads: int,
+    sft_epochs: int | None = None,
+    sft: str = "action",
+) -> Path:
     """Train one run (skipped when its exported model exists); its run folder. ``sft_epochs`` overrides the SFT
-    config's one epoch (``total_iterations``) for the SFT run."""
-    cfg = config(env, method)
+    config's one epoch (``total_iterations``) for the SFT run; ``sft`` names the SFT stage every RL run starts from
+    (one fixed checkpoint: the pairing of the comparison)."""
+    cfg = config(env, method, sft)
     name = cfg["exp_name"] if seed is None else f"{cfg['exp_name']}_s{seed}"
     run_dir = runs / name
     if (run_dir / "model" / "config.json").exists():
         return run_dir
-    cmd = [sys.executable, f"baselines/{method}.py", "--config", str(CPU_CONFIGS / f"{method}_smollm2_{env}.yaml")]
+    cmd = [sys.executable, f"baselines/{script(method)}.py", "--config", str(config_path(env, method, sft))]
     cmd += ["--output-dir", str(runs), "--exp-name", name, "--no-progress"]
     if seed is not None:
-        cmd += ["--seed", str(seed), "--init-from", str(runs / f"sft_smollm2_{env}")]
+        cmd += ["--seed", str(seed), "--init-from", str(runs / config(env, "sft", sft)["exp_name"])]
     if method == "sft" and sft_epochs:
         cmd += ["--total-iterations", str(sft_epochs)]
     if (run_dir / "metrics.jsonl").exists():
@@ -118,9 +168,16 @@ def evaluate(env: str, model: str, name: str, out: Path, threads: int, temperatu
 
 
 def train_and_evaluate(
-    env: str, method: str, seed: int, runs: Path, out: Path, threads: int, temperatures: list[float]
+    env: str,
+    method: str,
+    seed: int,
+    runs: Path,
+    out: Path,
+    threads: int,
+    temperatures: list[float],
+    sft: str = "action",
 ) -> None:
-    run_dir = train(env, method, seed, runs, threads)
+    run_dir = train(env, method, seed, runs, threads, sft=sft)
     for t in temperatures:
         evaluate(env, str(run_dir / "model"), f"smollm2-sft-{method}_s{seed}", out, threads, t)
 
@@ -146,6 +203,26 @@ def stage_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict[str
     }
 
 
+def mechanism_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict[str, dict[str, list[float]]]:
+    """Per mechanism metric of ``method`` (``MECHANISM``): each seed's mean over iterations and last value."""
+    keys = MECHANISM.get(script(method), ())
+    out: dict[str, dict[str, list[float]]] = {}
+    cfg = config(env, method)
+    for s in seeds:
+        path = runs / f"{cfg['exp_name']}_s{s}" / "metrics.jsonl"
+        if not path.exists():
+            continue
+        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        for k in keys:
+            vals = [float(r[k]) for r in rows if k in r and r.get("iteration", 1) < 1_000_000]
+            if vals:
+                facts = out.setdefault(k, {"seeds": [], "mean": [], "last": []})
+                facts["seeds"].append(float(s))
+                facts["mean"].append(sum(vals) / len(vals))
+                facts["last"].append(vals[-1])
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -169,22 +246,30 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="SFT epochs over the expert rows (default: the config's, 1); give another --runs and --out for them",
     )
+    p.add_argument(
+        "--sft",
+        choices=sorted(SFT_VARIANTS),
+        default="action",
+        help="the SFT stage every RL run starts from: action (behaviour cloning, default) or mech (the "
+        "lesson/reflection SFT; default folders runs/mech and runs/heldout/ENV-mech)",
+    )
     p.add_argument("--table-only", action="store_true", help="train and evaluate nothing; summarise what exists")
     p.add_argument("--png", default=None, help="write the table's bars and the RL training curves here")
     p.add_argument("--json", default=None, help="write the table rows here")
     p.add_argument("--entries", default=None, help="also submit the headline evaluations to this entries folder")
     opts = p.parse_args(argv)
-    runs = (ROOT / opts.runs).resolve()
-    out = (ROOT / (opts.out or f"runs/heldout/{opts.env}")).resolve()
+    mech = opts.sft == "mech"
+    runs = (ROOT / (opts.runs if opts.runs != "runs" or not mech else "runs/mech")).resolve()
+    out = (ROOT / (opts.out or f"runs/heldout/{opts.env}{'-mech' if mech else ''}")).resolve()
     seeds = [int(s) for s in opts.seeds.split(",") if s.strip()]
     temps = [float(t) for t in opts.temperatures.split(",") if t.strip()]
     jobs = max(1, opts.jobs)
     per_job = max(1, opts.threads // jobs)
-    for m in opts.methods:
-        config(opts.env, m)  # a missing config fails before hours of training
+    for m in ["sft"] + opts.methods:
+        config(opts.env, m, opts.sft)  # a missing config fails before hours of training
     t0 = time.perf_counter()
     if not opts.table_only:
-        sft_dir = train(opts.env, "sft", None, runs, opts.threads, opts.sft_epochs)
+        sft_dir = train(opts.env, "sft", None, runs, opts.threads, opts.sft_epochs, opts.sft)
         with ThreadPoolExecutor(jobs) as pool:
             futures = [
                 pool.submit(evaluate, opts.env, model, name, out, per_job, t)
@@ -192,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
                 for t in temps
             ]
             futures += [
-                pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job, temps)
+                pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job, temps, opts.sft)
                 for s in seeds
                 for m in opts.methods
             ]
@@ -229,14 +314,25 @@ def main(argv: list[str] | None = None) -> int:
     cols += [f"{k}_{tag(t)}" for t in temps[1:] for k in ("success", "spread")]
     print(f"\n### the table (success at temperature {temps[0]:g}; mean over seeds, spread = half the range)")
     print(demo.format_table(table, cols + ["episodes_trained", "s_per_iteration"]))
+    for row in table:
+        method = row["stage"].removeprefix("smollm2-sft-")
+        if method in opts.methods and script(method) in MECHANISM:
+            row["mechanism"] = mechanism_facts(runs, opts.env, method, seeds)
+    mech_rows = [r for r in table if r.get("mechanism")]
+    if mech_rows:
+        print("\n### mechanism metrics (training iterations; per seed: mean over iterations / last iteration)")
+        for row in mech_rows:
+            for key, f in row["mechanism"].items():
+                per_seed = "  ".join(f"s{int(s)} {m:.3f}/{x:.3f}" for s, m, x in zip(f["seeds"], f["mean"], f["last"]))
+                print(f"{row['stage']:<28} {key:<36} {per_seed}")
     if opts.json:
         Path(opts.json).write_text(json.dumps(table, indent=1) + "\n")
     if opts.entries:
         for name in names:
             sub = out / tag(temps[0]) / name
-            if not (sub / "submission.json").exists() or (opts.sft_epochs and name == "smollm2-base"):
-                continue  # the shipped model's entry does not depend on the SFT epochs: it is the main table's
-            meta = entry_meta(name, opts.sft_epochs)
+            if not (sub / "submission.json").exists() or ((opts.sft_epochs or mech) and name == "smollm2-base"):
+                continue  # the shipped model's entry does not depend on the SFT stage: it is the main table's
+            meta = entry_meta(name, opts.sft_epochs, opts.sft)
             cmd = [sys.executable, "-m", "agentgym", "submit", str(sub), "--entries", opts.entries, "--force"]
             cmd += ["--model", "HuggingFaceTB/SmolLM2-135M-Instruct", "--model-size", "0.135"]
             cmd += ["--code", "tools/cpu_table.py"]  # a path in this repository
@@ -250,16 +346,28 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def entry_meta(name: str, sft_epochs: int | None = None) -> dict[str, str]:
+def entry_meta(name: str, sft_epochs: int | None = None, sft_variant: str = "action") -> dict[str, str]:
     """Board name, method and method type of one held-out evaluation (``smollm2-base``, ``smollm2-sft-grpo_s1``);
-    the suite names the env. ``sft_epochs`` (``--sft-epochs``) goes into the SFT stage's name: ``SFT (3 epochs)``."""
+    the suite names the env. ``sft_epochs`` (``--sft-epochs``) goes into the SFT stage's name: ``SFT (3 epochs)``;
+    ``sft_variant`` ``mech`` (``--sft mech``) names the lesson/reflection SFT."""
     if name == "smollm2-base":
         return {"name": "SmolLM2-135M as shipped (CPU table)", "method": "none", "method_type": "Prompting"}
     sft = f"SFT ({sft_epochs} epochs)" if sft_epochs else "SFT"
+    if sft_variant == "mech":
+        sft = sft.replace("SFT", "SFT with lessons and reflections", 1)
     if name == "smollm2-sft":
         return {"name": f"SmolLM2-135M {sft} (CPU table)", "method": "SFT", "method_type": "SFT"}
     method, _, seed = name.removeprefix("smollm2-sft-").rpartition("_s")
-    label = {"grpo": "GRPO", "ppo": "PPO", "sapo": "SAPO", "erl": "ERL", "seed": "SEED", "gigpo": "GiGPO"}.get(method)
+    label = {
+        "grpo": "GRPO",
+        "ppo": "PPO",
+        "sapo": "SAPO",
+        "erl": "ERL",
+        "seed": "SEED",
+        "gigpo": "GiGPO",
+        "erl-oracle": "ERL (oracle reflections)",
+        "seed-oracle": "SEED (oracle lessons)",
+    }.get(method)
     label = label or method.upper()
     return {
         "name": f"SmolLM2-135M {sft}+{label} seed {seed} (CPU table)",

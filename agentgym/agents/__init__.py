@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentgym.agents.base import Agent, AgentAction, AgentInput, ExpertAgent, RandomAgent, agent_config
+from agentgym.agents.base import (
+    Agent,
+    AgentAction,
+    AgentInput,
+    ExpertAgent,
+    NoisyExpertAgent,
+    RandomAgent,
+    agent_config,
+)
 
 _LLM_KWARGS = ("temperature", "top_p", "max_new_tokens", "history_length", "style", "name")
 
@@ -146,6 +154,7 @@ __all__ = [
     "ExpertAgent",
     "HFChat",
     "LLMAgent",
+    "NoisyExpertAgent",
     "OpenAIAgent",
     "OpenAIChat",
     "RandomAgent",

@@ -79,3 +79,43 @@ class ExpertAgent:
                 raise RuntimeError(f"{x.env_id} gave no expert action; ExpertAgent needs an env with expert_action()")
             out.append(AgentAction(action=x.expert_action))
         return out
+
+
+class NoisyExpertAgent:
+    """The env's expert with a random admissible move instead, with probability ``noise`` (privileged).
+
+    Its episodes hold the expert's good moves *and* mistakes: the trajectories on which a privileged analyser
+    (``agentgym.agents.oracle``) writes lessons and reflections for SFT targets.
+
+    Args:
+        noise: probability of a uniformly random admissible action at each step.
+        seed: seed of the agent's own generator.
+    """
+
+    privileged = True
+
+    def __init__(self, noise: float = 0.3, seed: int | None = 0) -> None:
+        if not 0.0 <= noise <= 1.0:
+            raise ValueError(f"noise must be in [0, 1], got {noise}")
+        self.noise = float(noise)
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.name = f"noisy-expert-{noise:g}"
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(self.seed if seed is None else seed)
+
+    def config(self) -> dict[str, Any]:
+        return {"noise": self.noise, "seed": self.seed}
+
+    def act(self, inputs: Sequence[AgentInput]) -> list[AgentAction]:
+        out = []
+        for x in inputs:
+            choices = x.info.get("admissible_actions") or []
+            if choices and self.rng.random() < self.noise:
+                out.append(AgentAction(action=str(choices[int(self.rng.integers(len(choices)))])))
+            elif x.expert_action is not None:
+                out.append(AgentAction(action=x.expert_action))
+            else:
+                raise RuntimeError(f"{x.env_id} gave no expert action; NoisyExpertAgent needs expert_action()")
+        return out

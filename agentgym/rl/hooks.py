@@ -71,7 +71,9 @@ class LessonWriter(DeferredHooks):
     on a malformed reply; the counts are in :meth:`metrics` under ``seed/lesson_parse_failures``.
 
     Args:
-        analyse: batched chat function, e.g. :func:`chat_analyser`.
+        analyse: batched chat function, e.g. :func:`chat_analyser`; or an analyser that reads the finished
+            episodes themselves (``analyse.reads_episodes`` true, e.g. the privileged
+            :class:`agentgym.agents.oracle.OracleAnalyser`).
         max_retries: extra attempts for replies that did not parse.
         then: downstream hooks.
     """
@@ -88,21 +90,25 @@ class LessonWriter(DeferredHooks):
         self.n_episodes = 0
         self.n_parse_failures = 0
         self.n_fallbacks = 0
+        self.n_replies = 0
 
     def metrics(self, reset: bool = True) -> dict[str, float]:
         """``seed/lesson_parse_failures`` (replies that did not parse, retries included),
-        ``seed/lesson_fallbacks`` (episodes left without a lesson) and ``seed/lesson_rate``."""
+        ``seed/lesson_fallbacks`` (episodes left without a lesson), ``seed/lesson_rate`` (episodes with a lesson)
+        and ``seed/lesson_parse_rate`` (analyser replies that parsed, retries included)."""
         out = {
             "seed/lesson_parse_failures": float(self.n_parse_failures),
             "seed/lesson_fallbacks": float(self.n_fallbacks),
             "seed/lesson_rate": 1.0 - self.n_fallbacks / self.n_episodes if self.n_episodes else 0.0,
+            "seed/lesson_parse_rate": 1.0 - self.n_parse_failures / self.n_replies if self.n_replies else 0.0,
         }
         if reset:
             self.reset_metrics()
         return out
 
     def annotate(self, episodes: list[Episode]) -> None:
-        chats = [build_lesson_messages(ep) for ep in episodes]
+        reads_episodes = getattr(self.analyse, "reads_episodes", False)
+        chats = [] if reads_episodes else [build_lesson_messages(ep) for ep in episodes]
         records: list[dict[str, Any]] = [
             {"lesson": None, "outcome": None, "fields": {}, "raw": [], "attempts": 0, "error": None} for _ in episodes
         ]
@@ -110,7 +116,11 @@ class LessonWriter(DeferredHooks):
         for _ in range(1 + self.max_retries):
             if not todo:
                 break
-            replies = self.analyse([chats[i] for i in todo])
+            if getattr(self.analyse, "reads_episodes", False):
+                replies = self.analyse([episodes[i] for i in todo])
+            else:
+                replies = self.analyse([chats[i] for i in todo])
+            self.n_replies += len(replies)
             if len(replies) != len(todo):
                 raise RuntimeError(f"analyser returned {len(replies)} replies for {len(todo)} chats")
             failed = []

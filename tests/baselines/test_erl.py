@@ -522,3 +522,76 @@ def test_validation_samples_as_configured(tmp_path):
     prompts = [[1, 2, 3], [4, 5]]
     greedy = [c.ids for c in real(prompts, max_new_tokens=4, temperature=0.0)]
     assert [c.ids for c in real(prompts, max_new_tokens=4, temperature=1.0, top_k=1, seed=3)] == greedy
+
+
+# -- oracle reflections (the privileged grid analyser) ----------------------------------------------------------
+class PlanReader:
+    """A policy for the bare FrozenLake prompt: with a reflection holding a plan (``at row R col C go M``) it plays
+    the move listed for P's cell; without one it always says ``left``."""
+
+    def __init__(self, tokenizer):
+        self.tok = tokenizer
+
+    def generate(self, prompts, **kw):
+        out = []
+        for ids in prompts:
+            text = self.tok.decode(ids, skip_special_tokens=True)
+            walk = dict(re.findall(r"at (row \d+ col \d+) go (\w+)", text))
+            board = [ln for ln in text.splitlines() if ln and set(ln) <= set("P_OG")]
+            here = next((f"row {r + 1} col {ln.index('P') + 1}" for r, ln in enumerate(board[-4:]) if "P" in ln), "")
+            reply = walk.get(here, "left")
+            rid = self.tok(reply, add_special_tokens=False)["input_ids"]
+            out.append(Completion(ids=rid, text=reply, logprobs=None, finish_reason="stop"))
+        return out
+
+
+def test_oracle_reflections_make_second_attempts_beat_first_attempts_on_the_same_tasks(tmp_path):
+    tr = make_trainer(
+        tmp_path,
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        reflector="oracle",
+        num_tasks=6,
+        group_size=2,
+        max_turns=None,
+        max_new_tokens=4,
+    )
+    tr.generator = PlanReader(tr.tokenizer)
+    tasks = tr.next_tasks()
+    exp = tr.experience(tasks, seed=0)
+    assert exp.failed and not exp.reflection_rows  # oracle text is not the policy's: no reflection rows to train
+    for e in exp.failed:
+        assert exp.reflections[e].startswith("Last time:") and "Plan from the start: at row" in exp.reflections[e]
+    batch, _ = tr.erl_batch(exp)
+    m = tr.iteration_metrics(exp, batch, 1.0)
+    # the paired comparison: each second attempt against the first attempts of its own task
+    G = tr.args.group_size
+    first_same = [
+        sum(exp.first.episodes[j].success for j in range(e // G * G, e // G * G + G)) / G for e in exp.failed
+    ]
+    assert m["erl/first_success_same_tasks"] == pytest.approx(sum(first_same) / len(first_same))
+    assert m["erl/second_success_rate"] == 1.0 > m["erl/first_success_same_tasks"]  # the plan is informative
+    assert m["erl/second_minus_first_same_tasks"] == pytest.approx(1.0 - m["erl/first_success_same_tasks"])
+    assert m["erl/reflection_tagged_rate"] == 1.0
+
+
+def test_unknown_reflector_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="reflector must be"):
+        make_trainer(tmp_path, reflector="gpt")
+
+
+def test_oracle_erl_fits_a_tiny_model_on_frozenlake_and_logs_the_paired_metric(tmp_path):
+    tr = make_trainer(
+        tmp_path,
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        reflector="oracle",
+        total_iterations=1,
+        max_turns=3,
+        max_new_tokens=4,
+        max_prompt_tokens=512,
+    )
+    metrics = tr.fit()
+    assert all(math.isfinite(v) for v in metrics.values())
+    if metrics["erl/num_reflections"]:  # a random tiny model fails (nearly) every first attempt
+        assert metrics["erl/reflection_tagged_rate"] == 1.0
+        assert 0.0 <= metrics["erl/first_success_same_tasks"] <= 1.0
+    assert metrics["erl/rows_reflection"] == 0.0  # oracle text is never trained as the policy's

@@ -164,6 +164,7 @@ def test_sapo_smoke_two_iterations_and_exact_resume(tmp_path):
     )
     m = out["metrics"]
     assert m["losses/value_loss"] >= 0 and "losses/q_loss" in m and "sapo/value_return_corr" in m
+    assert {"sapo/value_return_ev", "sapo/q_return_corr", "sapo/q_return_ev"} <= set(m)
 
 
 @pytest.mark.slow
@@ -185,3 +186,12 @@ def test_sapo_learns_echo_bandit(tmp_path):
     # The read-out has learned the value's level: near the success rate (it starts near 0). Not the per-state
     # correlation: once success is ~1 every return is ~1 and that correlation is noise (measured -0.3..0.3).
     assert abs(v_mean - out["end"]) < 0.3 and v_mean > 0.5
+
+
+def test_readout_fit_metrics_correlation_and_explained_variance():
+    g = torch.tensor([0.0, 1.0, 0.0, 1.0])
+    assert sapo.readout_corr(g * 0.5 + 0.2, g) == pytest.approx(1.0)
+    assert sapo.explained_variance(g, g) == 1.0  # a perfect read-out explains every return
+    assert sapo.explained_variance(torch.full((4,), 0.5), g) == pytest.approx(0.0)  # the mean explains nothing
+    assert sapo.explained_variance(1.0 - g, g) == pytest.approx(1.0 - 4.0)  # anti-correlated: worse than the mean
+    assert sapo.readout_corr(torch.ones(4), g) == 0.0 and sapo.explained_variance(g, torch.ones(4)) == 0.0

@@ -428,3 +428,55 @@ def test_sft_stage_samples_at_its_own_temperature_and_steps_every_sft_mini_batch
     assert temps == [0.4]
     rows = int(stats["sft/rows"])
     assert rows > 1 and len(steps) == rows * tr.args.update_epochs * tr.args.sft_epochs  # one step per row
+
+
+def test_oracle_lessons_parse_and_the_probe_compares_lesson_conditioned_with_lesson_free_on_the_same_tasks(tmp_path):
+    from agentgym.models.generation import Completion
+
+    tr = make_trainer(
+        tmp_path,
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        prompt_style="bare",
+        analyser_model="oracle",
+        lesson_probe=True,
+        num_tasks=3,
+        group_size=2,
+        max_turns=3,
+    )
+    seen = []
+
+    class Left:  # always "left": the lesson is read only through the prompt the probe builds
+        def generate(self, prompts, **kw):
+            seen.extend(tr.tokenizer.decode(p) for p in prompts)
+            ids = tr.tokenizer("left", add_special_tokens=False)["input_ids"]
+            return [Completion(ids=ids, text="left", logprobs=None, finish_reason="stop") for _ in prompts]
+
+    tr.generator = Left()
+    tasks = tr.next_tasks()
+    rb = tr.collect(tasks, seed=0)
+    lessons = [ep.extras["lesson"] for ep in rb.episodes]
+    assert all(lessons) and tr.lesson_writer.metrics(reset=False)["seed/lesson_parse_rate"] == 1.0
+    m = tr.probe_metrics
+    assert m["seed/probe_tasks"] == 3.0
+    success = rb.episode_success()
+    assert m["seed/lesson_free_success"] == pytest.approx(sum(success) / len(success))
+    # the probe's prompts carry each task's first lesson (the lesson-free rollouts' do not)
+    assert sum(any(lessons[g * 2] in s for s in seen) for g in range(3)) == 3
+    assert m["seed/lesson_gap"] == pytest.approx(m["seed/lesson_conditioned_success"] - m["seed/lesson_free_success"])
+
+
+def test_oracle_seed_fits_a_tiny_model_on_frozenlake_with_every_lesson_parsed(tmp_path):
+    tr = make_trainer(
+        tmp_path,
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        analyser_model="oracle",
+        lesson_probe=True,
+        prompt_style="bare",
+        max_turns=3,
+        total_iterations=1,
+    )
+    metrics = tr.fit()
+    assert all(math.isfinite(v) for v in metrics.values())
+    assert metrics["seed/lesson_parse_rate"] == metrics["seed/lesson_rate"] == 1.0
+    assert metrics["seed/lesson_rows"] > 0 and 0.0 < metrics["seed/gate_mean"] < 1.0
+    assert metrics["seed/probe_tasks"] == 2.0 and "seed/lesson_gap" in metrics

@@ -303,3 +303,84 @@ def test_cpu_rl_configs_have_equal_env_episode_budgets_from_the_sft_run(env):
     budgets = {c["exp_name"]: c["num_tasks"] * c.get("group_size", 1) * c["total_iterations"] for c in rl}
     assert len(set(budgets.values())) == 1, budgets
     assert all(c["init_from"] == f"runs/sft_smollm2_{env}" for c in rl)
+
+
+def test_lesson_and_reflection_rows_use_the_seed_and_erl_prompts_with_oracle_targets(tmp_path):
+    """The analysis rows are the chats SEED's lesson writer and ERL's reflector send, with the privileged
+    analyser's replies as targets (which parse), failures and successes both taught."""
+    from agentgym.agents.oracle import oracle_lesson_reply, oracle_reflection_reply
+    from agentgym.prompts.lesson import build_lesson_messages, parse_lesson
+    from agentgym.prompts.reflection import build_reflection_messages, parse_reflection
+    from agentgym.rl.hooks import encode_chat
+
+    args = tiny_args(tmp_path, lesson_rows=6, reflection_rows=4)
+    trainer = Trainer(args, algo="sft")
+    eps = sft.noisy_expert_episodes(ENV, 40, seed=300, noise=0.5, agent_seed=1, log=None)
+    prompts, targets, stats = sft.analysis_rows(eps, trainer.template, trainer.tokenizer, args)
+    assert stats["sft/lesson_rows"] == 6 and stats["sft/reflection_rows"] == 4 and len(prompts) == 10
+    tok = trainer.tokenizer
+    failures = [e for e in eps if not e.success]
+    successes = [e for e in eps if e.success]
+    assert failures and successes
+    first_lessons = [failures[0], successes[0], failures[1]]
+    for i, ep in enumerate(first_lessons):
+        assert prompts[i] == encode_chat(tok, build_lesson_messages(ep), args.max_prompt_tokens)
+        text = tok.decode(targets[i], skip_special_tokens=True)
+        assert text == oracle_lesson_reply(ep) and parse_lesson(text).lesson
+    system = trainer.template.system_prompt
+    for k, ep in enumerate(failures[:4]):
+        i = 6 + k
+        text = tok.decode(targets[i], skip_special_tokens=True)
+        assert text == oracle_reflection_reply(ep) and parse_reflection(text)
+        memory_shown = "Advice that worked on an earlier task" in tok.decode(prompts[i])
+        assert memory_shown == (k % 2 == 1)  # half the rows show another task's reflection as ERL's memory
+        if not memory_shown:
+            assert prompts[i] == encode_chat(tok, build_reflection_messages(ep, system_prompt=system), 2048)
+
+
+def test_context_rows_are_expert_moves_under_a_failed_attempts_reflection_or_lesson(tmp_path):
+    from agentgym.agents.oracle import oracle_lesson, oracle_reflection
+
+    args = tiny_args(tmp_path, context_rows=5, history_length=0)
+    trainer = Trainer(args, algo="sft")
+    eps = sft.noisy_expert_episodes(ENV, 40, seed=300, noise=0.5, agent_seed=1, log=None)
+    prompts, targets, stats = sft.analysis_rows(eps, trainer.template, trainer.tokenizer, args)
+    assert stats["sft/context_rows"] == 5 and len(prompts) == 5
+    failures = [e for e in eps if not e.success]
+    texts = [trainer.tokenizer.decode(p) for p in prompts]
+    refl = oracle_reflection(failures[0], system_prompt=trainer.template.system_prompt)
+    lesson = oracle_lesson(failures[1])["episode_skill"]
+    assert refl in texts[0] and any(lesson in t for t in texts)
+    for t in targets:  # the expert's move in the template's answer format
+        assert trainer.template.parse(trainer.tokenizer.decode(t, skip_special_tokens=True)).valid
+
+
+def test_validation_scores_the_models_own_lessons_and_reflections_against_the_oracle():
+    from agentgym.agents.oracle import oracle_lesson_reply, oracle_reflection_reply
+    from agentgym.models.generation import Completion
+
+    eps = sft.noisy_expert_episodes(ENV, 12, seed=20_000_000, noise=0.5, agent_seed=3, log=None)
+    failed = [e for e in eps if not e.success]
+    assert failed
+
+    class Replies:
+        def __init__(self, texts):
+            self.texts = list(texts)
+
+        def generate(self, prompts, **kw):
+            out, self.texts = self.texts[: len(prompts)], self.texts[len(prompts) :]
+            return [Completion(ids=[], text=t, logprobs=None, finish_reason="stop") for t in out]
+
+    from agentgym.models.tiny import make_tiny_model
+
+    _, tok = make_tiny_model(None, seed=0)
+    good = [oracle_lesson_reply(e) for e in eps] + [oracle_reflection_reply(e) for e in failed]
+    m = sft.analysis_metrics(Replies(good), tok, eps, system_prompt=None)
+    assert m["lesson_parse_rate"] == m["lesson_oracle_match"] == 1.0
+    assert m["reflection_tagged_rate"] == m["reflection_plan_match"] == 1.0
+    vague = ['{"episode_summary": "s", "episode_skill": "Be careful."}'] * len(eps) + ["<reflection>try harder"] * len(
+        failed
+    )
+    m = sft.analysis_metrics(Replies(vague), tok, eps, system_prompt=None)
+    assert m["lesson_parse_rate"] == 1.0 and m["lesson_oracle_match"] == 0.0  # parses, says nothing of the task
+    assert m["reflection_tagged_rate"] == 0.0 and m["reflection_plan_match"] == 0.0

@@ -1,0 +1,135 @@
+"""Measure the seed methods' mechanisms on a trained model, without training: writes one JSON record.
+
+    python tools/mechanism_probe.py --env frozenlake --model runs/mech/sft_smollm2_frozenlake_mech \\
+        --out docs/records/mechanism_probe_frozenlake.json
+
+On held-out tasks (reset seeds from 30,000,000, far from the training seeds 0-767 and the eval suite's
+100000-100099) and with the CPU configs' prompt settings, it measures what each mechanism needs before RL starts:
+
+1. **writing** -- the model's own lessons and reflections on ``--episodes`` noisy-expert episodes, greedy
+   (``baselines.sft.analysis_metrics``): parse rates and agreement with the privileged analyser;
+2. **ERL, oracle reflections** -- one ERL experience step (``configs/cpu/erl_oracle_smollm2_ENV.yaml``):
+   first attempts on ``--tasks`` tasks x the config's group, the oracle's reflection on each failure, the second
+   attempts: second-attempt success against the first-attempt success of the same tasks;
+3. **SEED, oracle lessons** -- one SEED collection (``seed_oracle_smollm2_ENV.yaml``): lesson-conditioned against
+   lesson-free success on the same tasks. ``--self`` measures 2 and 3 with the model's own text instead
+   (``erl_smollm2_ENV.yaml`` / ``seed_smollm2_ENV.yaml``).
+
+Nothing is trained; the record holds every figure with the versions, date, machine and command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CPU_CONFIGS = ROOT / "baselines" / "configs" / "cpu"
+ENVS = {"frozenlake": "agentgym/FrozenLakeNotSlippery-v0", "sokoban": "agentgym/Sokoban-v0"}
+#: first reset seed of the probe's tasks and episodes
+PROBE_SEED = 30_000_000
+
+
+def _trainer(trainer_cls, args_cls, config: Path, model: str, tmp: str, tasks: int, seed: int, overrides: dict):
+    from agentgym.rl.config import load_config_file, make_args
+
+    cfg = load_config_file(config)
+    cfg.update(init_from=model, output_dir=tmp, exp_name="probe", num_tasks=tasks, progress=False, plot=False)
+    cfg.update(log_episodes=False, seed=seed, **overrides)
+    return trainer_cls(make_args(args_cls, cfg))
+
+
+def probe(
+    env: str, model: str, *, episodes: int, tasks: int, own: bool, seed: int = 1, overrides: dict | None = None
+) -> dict:
+    """All three measurements for one model folder (a run folder with a checkpoint, ``--init-from`` style);
+    ``overrides`` replaces config fields (the tests' tiny model)."""
+    from agentgym.records import seed_specs
+    from baselines import erl, sft
+    from baselines import seed as seed_mod
+
+    out: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        variant = "" if own else "oracle_"
+        t0 = time.perf_counter()
+        config = CPU_CONFIGS / f"erl_{variant}smollm2_{env}.yaml"
+        tr = _trainer(erl.ErlTrainer, erl.Args, config, model, tmp, tasks, seed, overrides or {})
+        eps = sft.held_out_analysis_episodes(ENVS[env], episodes, seed=PROBE_SEED, noise=0.5, agent_seed=seed)
+        tr.model.eval()
+        with tr.autocast():
+            out["writing"] = sft.analysis_metrics(
+                tr.generator, tr.tokenizer, eps, system_prompt=tr.template.system_prompt, max_new_tokens=160
+            )
+        specs = seed_specs(tasks, seed=PROBE_SEED + 10_000)
+        exp = tr.experience(specs, seed=seed)
+        G = tr.args.group_size
+        firsts = [float(ep.success) for ep in exp.first.episodes]
+        same = [sum(firsts[e // G * G : e // G * G + G]) / G for e in exp.failed]
+        seconds = [float(ep.success) for ep in exp.second.episodes] if exp.second else []
+        out["erl"] = {
+            "reflector": "policy" if own else "oracle",
+            "first_success": sum(firsts) / len(firsts),
+            "failed_first_attempts": len(exp.failed),
+            "second_success": sum(seconds) / len(seconds) if seconds else None,
+            "first_success_same_tasks": sum(same) / len(same) if same else None,
+            "reflections": [exp.reflections[e] for e in exp.failed[:3]],
+        }
+        out["time_erl_s"] = time.perf_counter() - t0
+        del tr
+        t0 = time.perf_counter()
+        config = CPU_CONFIGS / f"seed_{variant}smollm2_{env}.yaml"
+        tr = _trainer(seed_mod.SeedTrainer, seed_mod.Args, config, model, tmp, tasks, seed, overrides or {})
+        rb = tr.collect(seed_specs(tasks, seed=PROBE_SEED + 10_000), seed=seed)
+        out["seed"] = {
+            "analyser": "policy" if own else "oracle",
+            **{k.removeprefix("seed/"): v for k, v in tr.probe_metrics.items()},
+            **{k.removeprefix("seed/"): v for k, v in tr.lesson_writer.metrics().items()},
+            "lessons": [ep.extras.get("lesson") for ep in rb.episodes[:3]],
+        }
+        out["time_seed_s"] = time.perf_counter() - t0
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--env", choices=sorted(ENVS), default="frozenlake")
+    p.add_argument("--model", required=True, help="run folder to start from (as --init-from), e.g. an SFT run")
+    p.add_argument("--episodes", type=int, default=16, help="noisy-expert episodes for the writing check")
+    p.add_argument("--tasks", type=int, default=10, help="tasks of the ERL and SEED checks (x the configs' groups)")
+    p.add_argument("--self", dest="own", action="store_true", help="the model's own reflections/lessons")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", default=None, help="write the record here (JSON)")
+    opts = p.parse_args(argv)
+    if not Path(opts.model).exists():
+        raise SystemExit(f"no run folder {opts.model}: train it first (tools/cpu_table.py --sft mech)")
+    from agentgym.rl.runinfo import versions
+
+    t0 = time.time()
+    value = probe(opts.env, opts.model, episodes=opts.episodes, tasks=opts.tasks, own=opts.own, seed=opts.seed)
+    record = {
+        "value": value,
+        "env": ENVS[opts.env],
+        "model": opts.model,
+        "versions": versions(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime(t0)),
+        "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs",
+        "command": "python tools/mechanism_probe.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "wall_s": time.time() - t0,
+    }
+    text = json.dumps(record, indent=1, default=str)
+    print(text)
+    if opts.out:
+        Path(opts.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(opts.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
