@@ -338,9 +338,14 @@ def main(argv: list[str] | None = None) -> int:
                     raise
                 print(f"{family}: skipped ({str(exc).splitlines()[0]})")
                 continue
+            # Each family keeps the command and date that measured it: a later run of some families merges into
+            # the record instead of replacing the others' figures.
+            r["command"] = command
+            r["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
             results[family] = r
             print(json.dumps(r), flush=True)
-        write_record(args.out, "pool", results, command)
+        previous = json.loads(args.out.read_text()).get("pool", {}).get("value", {}) if args.out.exists() else {}
+        write_record(args.out, "pool", {**previous, **results}, command)
     else:
         results = servers_soak(args.seconds, data_dir=args.data_dir)
         for r in results:
