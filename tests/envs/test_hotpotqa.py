@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import agentgym  # noqa: F401  (registers the envs)
-from agentgym.data import DataNotFoundError
+from agentgym.data import DataNotFoundError, DownloadError
 from agentgym.envs.hotpotqa import data as hdata
 from agentgym.envs.hotpotqa.metrics import (
     exact_match,
@@ -199,7 +199,7 @@ def test_download_fetches_validates_and_skips_present(tmp_path, monkeypatch, sam
         hdata.download(dest, files=["hotpot_test.json"])
     # No network (here: a refused local connection): an error that says how to get the file by hand.
     monkeypatch.setattr(hdata, "OFFICIAL_URLS", {"hotpot_dev_fullwiki_v1.json": "http://127.0.0.1:9/x.json"})
-    with pytest.raises(RuntimeError, match="agentgym data prepare hotpotqa --from FILE"):
+    with pytest.raises(DownloadError, match="agentgym data prepare hotpotqa --from FILE"):
         hdata.download(dest, files=["hotpot_dev_fullwiki_v1.json"])
     assert sorted(p.name for p in dest.iterdir()) == ["hotpot_dev_distractor_v1.json"]
 
