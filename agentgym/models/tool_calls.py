@@ -9,10 +9,11 @@ past calls are written in that form in the assistant's text and tool results bec
 ``<tool_response></tool_response>``.
 
 Parsing: the reply's ``<tool_call>...</tool_call>`` blocks (Qwen/Hermes format, which the fallback also asks
-for; a last block left open at the end of the reply counts when its JSON is whole). Each block must hold a JSON
-object with a string ``name`` that is one of the request's tools and an ``arguments`` object; if any block
-fails that, the whole reply is plain content (an unparsed call is never reported half-right). Text outside the
-blocks is the message's ``content`` (None when blank).
+for; a last block left open, or with its closing tag cut short, counts when its JSON is whole). Each block must
+hold a JSON object with a string ``name`` that is one of the request's tools and an ``arguments`` object; if any
+block fails that, the whole reply is plain content (an unparsed call is never reported half-right). Text
+outside the blocks is the message's ``content`` (None when blank). Other formats (Llama 3.1's bare JSON,
+Mistral's ``[TOOL_CALLS]``) are not parsed: their replies come back as content.
 
 ``tool_choice``: ``auto`` (the default with tools) renders and parses; ``none`` renders no tools and parses
 nothing; ``required`` and a named function prefill the assistant turn with the opening of a call
@@ -257,7 +258,12 @@ def parse_tool_calls(text: str, names: set[str], parallel: bool = True) -> tuple
     if OPEN in rest:  # a last call left open (the reply ended right after its JSON)
         cut = rest.index(OPEN)
         outside.append(rest[:cut])
-        bodies.append(rest[cut + len(OPEN) :])
+        body = rest[cut + len(OPEN) :]
+        for k in range(len(CLOSE) - 1, 0, -1):  # a closing tag cut short by max_tokens
+            if body.endswith(CLOSE[:k]):
+                body = body[:-k]
+                break
+        bodies.append(body)
     else:
         outside.append(rest)
     if not bodies:
