@@ -127,7 +127,9 @@ def test_fallback_block_for_a_template_without_tools(tiny):
     system = text.split("<|im_end|>")[0]
     assert system.startswith("<|im_start|>system\nReach the goal.\n\n# Tools")
     assert json.dumps(TOOLS[0]) in system and "<tool_call>" in system
-    assert '<|im_start|>assistant\n<tool_call>\n{"name": "move", "arguments": {"direction": "up"}}\n</tool_call>' in text
+    assert (
+        '<|im_start|>assistant\n<tool_call>\n{"name": "move", "arguments": {"direction": "up"}}\n</tool_call>' in text
+    )
     assert "<|im_start|>user\n<tool_response>\nboard 2\n</tool_response><|im_end|>" in text
     assert text.endswith("<|im_start|>assistant\n")
     none = tool_calls.render(tok, HISTORY, tool_calls.plan(TOOLS, "none", None))
@@ -141,7 +143,9 @@ def test_a_template_with_tools_renders_them_itself(tiny):
     tok = PreTrainedTokenizerFast(tokenizer_object=tiny[1].backend_tokenizer, eos_token="<|im_end|>")
     tok.chat_template = chat_template_utils.qwen2_5_chat_template
     assert tool_calls.template_takes_tools(tok)
-    text = tool_calls.render(tok, HISTORY, tool_calls.plan(TOOLS, {"type": "function", "function": {"name": "move"}}, None))
+    text = tool_calls.render(
+        tok, HISTORY, tool_calls.plan(TOOLS, {"type": "function", "function": {"name": "move"}}, None)
+    )
     ref = tok.apply_chat_template(
         [{**m, "content": m["content"] or ""} for m in HISTORY[:2]]
         + [{"role": "assistant", "content": "", "tool_calls": [
@@ -172,7 +176,9 @@ def test_a_request_with_tools_gets_a_well_formed_reply(client, tiny):
     chunks = [c for c in client.chat.completions.create(stream=True, **kw) if c.choices]
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == choice.message.content
     assert [c.choices[0].finish_reason for c in chunks if c.choices[0].finish_reason] == [choice.finish_reason]
-    forced = client.chat.completions.create(**{**kw, "tool_choice": {"type": "function", "function": {"name": "move"}}})
+    forced = client.chat.completions.create(
+        **{**kw, "tool_choice": {"type": "function", "function": {"name": "move"}}}
+    )
     assert forced.usage.prompt_tokens > r.usage.prompt_tokens  # the opening of the call is prefilled
 
 
@@ -206,7 +212,9 @@ def taught(tmp_path_factory):
         while not done:
             move = env.unwrapped.expert_action()
             inp = AgentInput(env_id=ENV, observation=obs, info=info, history=list(history))
-            pairs.append((tool_calls.render(tok, agent.messages(inp), plan), call("move", direction=move) + "<|im_end|>"))
+            pairs.append(
+                (tool_calls.render(tok, agent.messages(inp), plan), call("move", direction=move) + "<|im_end|>")
+            )
             history.append((obs, move))
             obs, _, term, trunc, info = env.step(move)
             done = term or trunc
@@ -223,6 +231,22 @@ def test_eval_tool_calls_plays_an_env_through_our_server(taught, tmp_path):
              "--history-length", "1", "--max-new-tokens", "96", "--log", str(log)],
             capture_output=True, text=True, timeout=500, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip
+        # the same server, asked directly: the taught call comes back as tool_calls, streamed or not
+        from agentgym.agents.tool_agent import OpenAIToolAgent
+        from agentgym.records import AgentInput
+
+        obs, info = gym.make(ENV).reset(seed=0)
+        messages = OpenAIToolAgent("tiny", base_url=url).messages(AgentInput(ENV, obs, info))
+        client = openai.OpenAI(base_url=url, api_key="none", max_retries=0)
+        kw = dict(model="tiny", messages=messages, tools=TOOLS, temperature=0, max_tokens=96)
+        whole = client.chat.completions.create(**kw).choices[0]
+        assert whole.finish_reason == "tool_calls" and whole.message.content is None
+        assert whole.message.tool_calls[0].type == "function" and whole.message.tool_calls[0].function.name == "move"
+        chunks = [c for c in client.chat.completions.create(stream=True, **kw) if c.choices]
+        deltas = [c.choices[0].delta.tool_calls for c in chunks if c.choices[0].delta.tool_calls]
+        assert len(deltas) == 1 and deltas[0][0].index == 0
+        assert deltas[0][0].function.arguments == whole.message.tool_calls[0].function.arguments
+        assert chunks[-1].choices[0].finish_reason == "tool_calls"
     assert out.returncode == 0, out.stderr[-2000:]
     episodes = [json.loads(line) for line in log.read_text().splitlines()]
     assert len(episodes) == 3
