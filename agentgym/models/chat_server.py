@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from agentgym.models import tool_calls
 from agentgym.models.engine import Engine, GenRequest, TokenEvent
 from agentgym.models.openai_schema import (
     ChatCompletionRequest,
@@ -16,6 +17,7 @@ from agentgym.models.openai_schema import (
     TokenLogprob,
     TopLogprob,
 )
+from agentgym.models.tool_calls import ToolPlan
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
 
@@ -162,9 +164,14 @@ class ChatServer:
     def close(self) -> None:
         self.engine.close()
 
-    def prepare(self, req: ChatCompletionRequest) -> GenRequest:
-        """Check ``req`` against the model and tokenize it; raises :class:`ParamError` (a 4xx)."""
+    def prepare(self, req: ChatCompletionRequest) -> tuple[GenRequest, ToolPlan]:
+        """Check ``req`` against the model and tokenize it; raises :class:`ParamError` (a 4xx).
+
+        Returns the engine request and the request's :class:`~agentgym.models.tool_calls.ToolPlan` (how its
+        replies are parsed into tool calls).
+        """
         req.check()
+        tool_plan = tool_calls.plan(req.tools, req.tool_choice, req.parallel_tool_calls)
         if req.model != self.name:
             raise ParamError("model", f"the model {req.model!r} does not exist: this server serves {self.name!r}", 404)
         if req.n is not None and req.n > self.engine.max_batch:
@@ -173,15 +180,23 @@ class ChatServer:
         param = "max_completion_tokens" if req.max_completion_tokens else "max_tokens"
         if asked is not None and asked > self.cap:
             raise ParamError(param, f"{param} must be at most {self.cap} (the server's --max-tokens-cap)")
-        text_bytes = sum(len(m.content.encode("utf-8")) for m in req.messages)
+        text_bytes = sum(len((m.content or "").encode("utf-8")) for m in req.messages)
         if text_bytes // self.max_token_bytes >= self.context:
             raise ParamError("messages", self._too_long(f"at least {text_bytes // self.max_token_bytes}", asked or 1))
         from agentgym.models.generation import chat_prompt_ids
 
-        messages = [
-            {"role": "system" if m.role == "developer" else m.role, "content": m.content} for m in req.messages
-        ]
-        prompt = chat_prompt_ids(self.tokenizer, messages)
+        plain = not tool_plan.tools and all(m.role != "tool" and not m.tool_calls for m in req.messages)
+        if plain:  # no tools anywhere: the prompt every other path of agentgym builds
+            messages = [
+                {"role": "system" if m.role == "developer" else m.role, "content": m.content} for m in req.messages
+            ]
+            prompt = chat_prompt_ids(self.tokenizer, messages)
+        else:
+            try:
+                text = tool_calls.render(self.tokenizer, [m.model_dump() for m in req.messages], tool_plan)
+            except Exception as exc:  # a template error (e.g. one that rejects a role order) is the request's
+                raise ParamError("messages", f"the chat template cannot render these messages: {exc}") from None
+            prompt = list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         if not prompt:
             raise ParamError("messages", "the messages render to an empty prompt")
         room = self.context - len(prompt)
@@ -189,7 +204,7 @@ class ChatServer:
             asked = min(self.default_max_tokens, room)
         if asked < 1 or len(prompt) + asked > self.context:
             raise ParamError("messages", self._too_long(str(len(prompt)), max(asked, 1)))
-        return GenRequest(
+        gen = GenRequest(
             prompt=prompt,
             n=req.n or 1,
             max_tokens=asked,
@@ -200,6 +215,7 @@ class ChatServer:
             logprobs=bool(req.logprobs),
             top_logprobs=req.top_logprobs or 0,
         )
+        return gen, tool_plan
 
     def _too_long(self, prompt: str, asked: int) -> str:
         return (

@@ -31,9 +31,12 @@ from agentgym.models.openai_schema import (
     ParamError,
     ResponseMessage,
     TokenLogprob,
+    ToolCall,
+    ToolCallDelta,
     Usage,
     error_body,
 )
+from agentgym.models.tool_calls import ToolPlan, parse_tool_calls
 
 
 def _param_of(loc: tuple) -> str | None:
@@ -145,7 +148,7 @@ def build_app(server: ChatServer) -> FastAPI:
     @app.post("/v1/chat/completions")
     async def chat(body: ChatCompletionRequest, request: Request):
         # Tokenizing a long prompt takes a while: off the event loop, so other clients are not held up.
-        gen = await asyncio.to_thread(server.prepare, body)
+        gen, tool_plan = await asyncio.to_thread(server.prepare, body)
         loop = asyncio.get_running_loop()
         events: asyncio.Queue = asyncio.Queue()
 
@@ -161,12 +164,12 @@ def build_app(server: ChatServer) -> FastAPI:
         if body.stream:
             include_usage = bool(body.stream_options and body.stream_options.include_usage)
             return StreamingResponse(
-                _stream(server, gen, events, meta, include_usage, request),
+                _stream(server, gen, tool_plan, events, meta, include_usage, request),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
         try:
-            return await _complete(server, gen, events, meta, request)
+            return await _complete(server, gen, tool_plan, events, meta, request)
         finally:
             gen.cancelled.set()  # finished, failed or abandoned: the engine drops any rows left
 
@@ -183,7 +186,17 @@ async def _next_event(events: asyncio.Queue, request: Any) -> Any:
                 return None
 
 
-async def _complete(server: ChatServer, gen: GenRequest, events: asyncio.Queue, meta: dict, request: Any):
+def _reply(text: str, tool_plan: ToolPlan) -> tuple[str | None, list[ToolCall]]:
+    """A choice's content and tool calls (none unless the request's tools are in use)."""
+    if not tool_plan.parses:
+        return text, []
+    content, calls = parse_tool_calls(tool_plan.prefill + text, tool_plan.names, tool_plan.parallel)
+    return content, [ToolCall.model_validate(c) for c in calls]
+
+
+async def _complete(
+    server: ChatServer, gen: GenRequest, tool_plan: ToolPlan, events: asyncio.Queue, meta: dict, request: Any
+):
     texts = [TextAssembler(server.tokenizer, gen.stop) for _ in range(gen.n)]
     lps: list[list[TokenLogprob]] = [[] for _ in range(gen.n)]
     reasons = ["length"] * gen.n
@@ -204,12 +217,11 @@ async def _complete(server: ChatServer, gen: GenRequest, events: asyncio.Queue, 
             break
     choices = []
     for i, t in enumerate(texts):
-        content = t.finish()
-        reason = "stop" if t.stopped else reasons[i]
+        content, calls = _reply(t.finish(), tool_plan)
+        reason = "tool_calls" if calls else "stop" if t.stopped else reasons[i]
         logprobs = ChoiceLogprobs(content=lps[i]) if gen.logprobs else None
-        choices.append(
-            Choice(index=i, message=ResponseMessage(content=content), logprobs=logprobs, finish_reason=reason)
-        )
+        message = ResponseMessage(content=content, tool_calls=calls or None)
+        choices.append(Choice(index=i, message=message, logprobs=logprobs, finish_reason=reason))
     usage = Usage(prompt_tokens=len(gen.prompt), completion_tokens=sum(used), total_tokens=len(gen.prompt) + sum(used))
     return ChatCompletion(choices=choices, usage=usage, **meta)
 
@@ -222,10 +234,20 @@ def _sse(chunk: ChatCompletionChunk, include_usage: bool) -> str:
 
 
 async def _stream(
-    server: ChatServer, gen: GenRequest, events: asyncio.Queue, meta: dict, include_usage: bool, request: Any
+    server: ChatServer,
+    gen: GenRequest,
+    tool_plan: ToolPlan,
+    events: asyncio.Queue,
+    meta: dict,
+    include_usage: bool,
+    request: Any,
 ) -> AsyncIterator[str]:
     """Server-sent events in the OpenAI format: a role chunk per choice, content deltas (with their logprobs),
-    a finish chunk per choice, the usage chunk when asked for, then ``data: [DONE]``."""
+    a finish chunk per choice, the usage chunk when asked for, then ``data: [DONE]``.
+
+    With tools in use a choice's text is held until it ends (a call is known only once its JSON is whole):
+    then one delta carries either its content or its tool calls."""
+    held = tool_plan.parses
     texts = [TextAssembler(server.tokenizer, gen.stop) for _ in range(gen.n)]
     pending: list[list[TokenLogprob]] = [[] for _ in range(gen.n)]
     used = 0
@@ -244,7 +266,7 @@ async def _stream(
             if ev is None:
                 return
             if isinstance(ev, TokenEvent):
-                delta = texts[ev.index].add(ev.token)
+                delta = texts[ev.index].add(ev.token, incremental=not held)
                 if gen.logprobs:
                     pending[ev.index].append(server.logprob_entry(ev))
                 if delta:
@@ -255,11 +277,20 @@ async def _stream(
                 t = texts[ev.index]
                 rest = t.finish()
                 used += ev.tokens
-                if rest or pending[ev.index]:
+                calls: list[ToolCall] = []
+                delta = Delta(content=rest)
+                if held:
+                    content, calls = _reply(rest, tool_plan)
+                    delta = Delta(
+                        content=content,
+                        tool_calls=[ToolCallDelta(index=k, **c.model_dump()) for k, c in enumerate(calls)] or None,
+                    )
+                if delta.content or delta.tool_calls or pending[ev.index]:
                     lp = ChoiceLogprobs(content=pending[ev.index]) if gen.logprobs else None
                     pending[ev.index] = []
-                    yield chunk(ev.index, Delta(content=rest), lp)
-                yield chunk(ev.index, Delta(), finish="stop" if t.stopped else ev.reason)
+                    yield chunk(ev.index, delta, lp)
+                finish = "tool_calls" if calls else "stop" if t.stopped else ev.reason
+                yield chunk(ev.index, Delta(), finish=finish)
             elif isinstance(ev, ErrorEvent):
                 err = {"error": {"message": f"generation failed: {ev.message}", "type": "server_error"}}
                 yield f"data: {json.dumps(err)}\n\n"

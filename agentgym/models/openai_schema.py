@@ -2,8 +2,9 @@
 
 The request model is strict: every parameter is type-checked (no string-to-number coercion, booleans are not
 integers, NaN and infinities are rejected), unknown parameters are rejected by name, and parameters of the
-OpenAI API that this server does not implement (tools, penalties, logit bias, response formats, ...) are
-rejected by name unless they carry their no-op value. Field names and response shapes follow the OpenAI API
+OpenAI API that this server does not implement (legacy functions, penalties, logit bias, response formats,
+...) are rejected by name unless they carry their no-op value. ``tools``/``tool_choice``/``parallel_tool_calls``
+are checked by :mod:`agentgym.models.tool_calls`. Field names and response shapes follow the OpenAI API
 reference, so the official ``openai`` client parses what the server returns.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 _STRICT = ConfigDict(extra="forbid", strict=True)
 
@@ -19,9 +20,6 @@ Finite = Annotated[float, Field(allow_inf_nan=False)]
 
 #: OpenAI parameters this server does not implement -> the values that mean "not used" (accepted and ignored).
 UNSUPPORTED: dict[str, tuple[Any, ...]] = {
-    "tools": ([],),
-    "tool_choice": ("none",),
-    "parallel_tool_calls": (),
     "functions": ([],),
     "function_call": ("none",),
     "response_format": ({"type": "text"},),
@@ -47,12 +45,43 @@ class StreamOptions(BaseModel):
     include_usage: bool | None = None
 
 
-class Message(BaseModel):
-    """A chat message: ``content`` is a string or a list of text parts (joined with newlines)."""
+class FunctionCall(BaseModel):
+    model_config = _STRICT
+    name: str
+    arguments: str
+
+
+class ToolCall(BaseModel):
+    """A call the assistant made: ``arguments`` is a JSON string, as the OpenAI API sends it."""
 
     model_config = _STRICT
-    role: Literal["system", "developer", "user", "assistant"]
-    content: str
+    id: str
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+class Message(BaseModel):
+    """A chat message: ``content`` is a string or a list of text parts (joined with newlines).
+
+    An assistant message may carry ``tool_calls`` (then ``content`` may be null); a ``tool`` message is the
+    result of one call and names it in ``tool_call_id``.
+    """
+
+    model_config = _STRICT
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> Message:
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError("only assistant messages may carry tool_calls")
+        if (self.role == "tool") != (self.tool_call_id is not None):
+            raise ValueError("a tool message needs tool_call_id (and only tool messages carry it)")
+        if self.content is None and not (self.role == "assistant" and self.tool_calls):
+            raise ValueError("content is required (it may be null only in an assistant message with tool_calls)")
+        return self
 
     @field_validator("content", mode="before")
     @classmethod
@@ -91,10 +120,11 @@ class ChatCompletionRequest(BaseModel):
     stream: bool | None = None
     stream_options: StreamOptions | None = None
     user: str | None = None
-    # Recognised but not implemented: see UNSUPPORTED (checked below, so the error names the parameter).
+    # Checked by agentgym.models.tool_calls.plan (so each error names the field).
     tools: Any = None
     tool_choice: Any = None
     parallel_tool_calls: Any = None
+    # Recognised but not implemented: see UNSUPPORTED (checked below, so the error names the parameter).
     functions: Any = None
     function_call: Any = None
     response_format: Any = None
@@ -174,15 +204,16 @@ class ChoiceLogprobs(BaseModel):
 
 class ResponseMessage(BaseModel):
     role: Literal["assistant"] = "assistant"
-    content: str
+    content: str | None
     refusal: None = None
+    tool_calls: list[ToolCall] | None = None
 
 
 class Choice(BaseModel):
     index: int
     message: ResponseMessage
     logprobs: ChoiceLogprobs | None
-    finish_reason: Literal["stop", "length"]
+    finish_reason: Literal["stop", "length", "tool_calls"]
 
 
 class Usage(BaseModel):
@@ -201,16 +232,21 @@ class ChatCompletion(BaseModel):
     system_fingerprint: str | None = None
 
 
+class ToolCallDelta(ToolCall):
+    index: int
+
+
 class Delta(BaseModel):
     role: Literal["assistant"] | None = None
     content: str | None = None
+    tool_calls: list[ToolCallDelta] | None = None
 
 
 class ChunkChoice(BaseModel):
     index: int
     delta: Delta
     logprobs: ChoiceLogprobs | None = None
-    finish_reason: Literal["stop", "length"] | None = None
+    finish_reason: Literal["stop", "length", "tool_calls"] | None = None
 
 
 class ChatCompletionChunk(BaseModel):

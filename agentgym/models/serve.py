@@ -20,8 +20,12 @@ without a thread each (Flask's development server, used before, is neither produ
 
 Supported: ``messages`` (string or text-part content), ``max_tokens``/``max_completion_tokens``,
 ``temperature``, ``top_p``, ``n``, ``stop`` (left out of the returned text, as the OpenAI API does), ``seed``,
-``logprobs``/``top_logprobs``, ``stream`` (+ ``stream_options.include_usage``). Anything else -- tools
-included -- is a 400 that names the parameter. Guards: the body is capped (``--max-body-bytes``, 413), a
+``logprobs``/``top_logprobs``, ``stream`` (+ ``stream_options.include_usage``), and OpenAI ``tools`` with
+``tool_choice`` (auto, none, required, a named function) and ``parallel_tool_calls``: tools go into the prompt
+through the model's chat template (or a fallback system block), and replies in the ``<tool_call>{json}</tool_call>``
+format come back as ``tool_calls`` with ``finish_reason`` "tool_calls" (:mod:`agentgym.models.tool_calls`;
+with tools, a streamed choice arrives in one delta when it ends). Anything else (legacy ``functions``,
+penalties, ...) is a 400 that names the parameter. Guards: the body is capped (``--max-body-bytes``, 413), a
 prompt that leaves no room for ``max_tokens`` in the model's context is a 400 before any generation, and the
 engine serves requests in bounded slices so one huge request never holds up the others. It binds 127.0.0.1
 unless told otherwise.

@@ -113,3 +113,36 @@ def make_tiny_model(
         model.save_pretrained(path)
         tokenizer.save_pretrained(path)
     return model, tokenizer
+
+
+def teach(model, tokenizer, pairs: list[tuple[str, str]], *, epochs: int = 40, lr: float = 3e-3, seed: int = 0):
+    """Teacher-force ``model`` to answer each prompt text with its completion text (tests of tool calling).
+
+    A few dozen passes make a tiny random model write, say, a tool call in a chat format after prompts like
+    these, so tests can drive real loops with it. Only the completion tokens are trained; updates one pair at
+    a time with Adam. Returns ``model`` (trained in place).
+
+    Args:
+        pairs: ``(prompt, completion)`` texts; the prompt is what the chat template renders, completion what
+            the model must write (end it with the template's end-of-turn token).
+        epochs: passes over ``pairs``; lr: Adam learning rate; seed: torch seed.
+    """
+    import torch
+
+    batch = []
+    for prompt, completion in pairs:
+        n_prompt = len(tokenizer(prompt, add_special_tokens=False).input_ids)
+        ids = torch.tensor(tokenizer(prompt + completion, add_special_tokens=False).input_ids)
+        labels = ids.clone()
+        labels[:n_prompt] = -100
+        batch.append((ids, labels))
+    torch.manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(epochs):
+        for ids, labels in batch:
+            model(ids[None], labels=labels[None]).loss.backward()
+            opt.step()
+            opt.zero_grad()
+    model.eval()
+    return model

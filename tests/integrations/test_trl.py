@@ -55,14 +55,13 @@ def test_task_dataset_rows_reset_the_env_they_name():
 @pytest.fixture(scope="module")
 def tiny_tool_caller():
     """The tiny random Qwen2 model with Qwen2.5's tool template, taught to emit ``move`` tool calls (~30 s)."""
-    import torch
     from trl.chat_template_utils import qwen2_5_chat_template
 
-    from agentgym.models.tiny import make_tiny_model
+    from agentgym.models.tiny import make_tiny_model, teach
 
     model, tok = make_tiny_model(arch="qwen2", seed=0)
     tok.chat_template = qwen2_5_chat_template
-    batch = []
+    pairs = []
     for env_id, seed in [(e, s) for e in ENV_IDS for s in range(4)]:
         env = environment_factory(env_id)()
         row = task_dataset(env_id, seeds=[seed])[0]
@@ -70,18 +69,8 @@ def tiny_tool_caller():
         prompt[-1]["content"] += env.reset(**row)
         # the prompt as TRL renders it: the tools are the env's bound methods
         prefix = tok.apply_chat_template(prompt, tools=[env.move], add_generation_prompt=True, tokenize=False)
-        n_prefix = len(tok(prefix).input_ids)
-        ids = tok(prefix + TOOL_CALLS[seed % 4], return_tensors="pt").input_ids[0]
-        labels = ids.clone()
-        labels[:n_prefix] = -100
-        batch.append((ids, labels))
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
-    torch.manual_seed(0)
-    for _ in range(40):
-        for ids, labels in batch:
-            model(ids[None], labels=labels[None]).loss.backward()
-            opt.step()
-            opt.zero_grad()
+        pairs.append((prefix, TOOL_CALLS[seed % 4]))
+    teach(model, tok, pairs, epochs=40, lr=3e-3)
     return model, tok
 
 

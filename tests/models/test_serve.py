@@ -183,7 +183,8 @@ def test_stop_string_and_text_parts(client):
 @pytest.mark.parametrize(
     ("extra", "param"),
     [
-        ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, "tools"),
+        ({"tools": [{"type": "function", "function": {"name": "f g"}}]}, "tools[0].function.name"),
+        ({"functions": [{"name": "f"}]}, "functions"),
         ({"tool_choice": "auto"}, "tool_choice"),
         ({"frequency_penalty": 0.5}, "frequency_penalty"),
         ({"logit_bias": {"5": 10}}, "logit_bias"),
@@ -201,7 +202,8 @@ def test_stop_string_and_text_parts(client):
         ({"top_logprobs": 2}, "top_logprobs"),
         ({"stream_options": {"include_usage": True}}, "stream_options"),
         ({"messages": []}, "messages"),
-        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": "tool", "content": "x"}]}, "messages[0]"),
+        ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
         (
             {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]},
             "messages[0].content",
