@@ -11,7 +11,9 @@ Nothing in those sections is typed by hand.
 
 It also renders the other committed records (``docs/figures/*.json``: each holds its values, the command that
 measured them, date, machine and versions) into the places that quote them, between the same kind of markers:
-the README's results and expected-time tables, and the result pages under ``docs/results/``.
+the README's results and expected-time tables, the result pages under ``docs/results/`` and the CPU-path page
+(``docs/cpu-path.md``: thread policy, run folder, phase records of ``tools/thread_bench.py``, ``run_folder_size.py``
+and ``phase_bench.py``).
 ``tests/docs/test_figures.py`` fails when a rendered block differs from what its record gives.
 
 Run: ``python tools/figures.py`` (all methods, seeds 0-4); ``--methods ppo sapo --seeds 0-9``;
@@ -409,6 +411,104 @@ def render_reported(reported: Path = ROOT / "leaderboards" / "reported", entries
     )
 
 
+#: Why each part of a SmolLM2 run folder is there.
+RUN_FOLDER_WHY = {
+    "state.pt:model": "fp32 weights of the policy (master weights; tied input/output embedding stored once)",
+    "state.pt:optimizer": "AdamW's two moments per weight: a resumed run equals an uninterrupted one only with them",
+    "model": "the same weights as a plain HF folder (safetensors, tokenizer, agentgym_prompt.json): what "
+    "`agentgym eval --agent hf:` plays and a leaderboard entry pins by sha256",
+}
+
+
+def render_threads(rec: dict) -> str:
+    """The CPU-path page's thread-policy table (``docs/figures/threads.json``, ``tools/thread_bench.py``)."""
+    out = [
+        "| choice | threads | wall s (median) | runs (s) | x one thread |",
+        "|---|---|---|---|---|",
+    ]
+    for name, row in rec["runs"].items():
+        threads = sorted({line.split()[1] for line in row["threads_lines"] if line})
+        runs = ", ".join(f"{w:.1f}" for w in row["walls_s"])
+        out.append(
+            f"| {name} | {'/'.join(threads)} | {row['median_s']:.1f} | {runs} | "
+            f"{rec['ratio_to_one_thread'][name]:.2f} |"
+        )
+    out.append("")
+    out.append(
+        f"`{rec['timed_command']}` ({rec['iterations']} iterations), {rec['competitors']} busy process(es) "
+        f"running meanwhile, {rec['physical_cores']} physical cores; {rec['date']}; record "
+        f"`docs/figures/threads.json` (`{rec['command']}`)."
+    )
+    return "\n".join(out)
+
+
+def render_phases(rec: dict) -> str:
+    """One RL iteration's phases with their achieved FLOP/s (``tools/phase_bench.py``'s records)."""
+    labels = list(rec["runs"])
+    head = "| phase | " + " | ".join(f"{lab}: s | {lab}: GFLOP/s | {lab}: share of matmul peak" for lab in labels)
+    out = [head + " |", "|---|" + "---|---|---|" * len(labels)]
+    for phase in rec["runs"][labels[0]]["phases"]:
+        cells = []
+        for lab in labels:
+            ph = rec["runs"][lab]["phases"][phase]
+            gf = "-" if ph["gflop_per_s"] is None else f"{ph['gflop_per_s']:.1f}"
+            share = "-" if ph["share_of_matmul_peak"] is None else f"{100 * ph['share_of_matmul_peak']:.1f}%"
+            cells.append(f"{ph['seconds']:.1f} | {gf} | {share}")
+        out.append(f"| {phase} | " + " | ".join(cells) + " |")
+    out.append(
+        "| **iteration** | " + " | ".join(f"**{rec['runs'][lab]['iteration_s']:.1f}** | |" for lab in labels) + " |"
+    )
+    if all("iteration_s_all" in rec["runs"][lab] for lab in labels) and len(labels) > 1:
+        every = "; ".join(
+            f"{lab} " + ", ".join(f"{x:.1f}" for x in rec["runs"][lab]["iteration_s_all"]) for lab in labels
+        )
+        out.append("")
+        out.append(
+            f"Every iteration's seconds, in ABBA order over the run: {every} (the table shows the lower of each)."
+        )
+    peak = max(rec["matmul_flop_per_s"].values()) / 1e9
+    r = rec["runs"][labels[0]]
+    s = rec["settings"]
+    out.append("")
+    out.append(
+        f"{s['config']} at {s['tasks']} task(s) x its group size, at most {s['max_turns']} turns, beta {s['beta']}, "
+        f"dtype {s.get('dtype')}; {r['rows']} rows, {r['tokens_per_pass']} tokens per full pass, "
+        f"{r['generated_tokens']} generated; {r['forward_flops_per_token'] / 1e6:.0f} MFLOP per token forward. "
+        f"Matmul peak measured in {rec.get('matmul_dtype', 'torch.float32')} at {rec['threads']} thread(s): "
+        f"{peak:.1f} GFLOP/s. {rec['date']}, load average {rec['machine'].get('load_average', ['?'])[0]:.1f}; "
+        f"`{rec['command']}`."
+    )
+    return "\n".join(out)
+
+
+def render_run_folder(rec: dict) -> str:
+    """What a SmolLM2 run folder holds and why (``docs/figures/run_folder.json``, ``tools/run_folder_size.py``)."""
+    parts = rec["parts"]
+    out = ["| part | MB | why |", "|---|---|---|"]
+    for key, size in parts.items():
+        why = next((w for k, w in RUN_FOLDER_WHY.items() if key.endswith(k)), "")
+        if key.startswith("ckpt_") and ":" not in key:
+            why = "the resume state, one `state.pt` (its two big parts below)"
+        if size >= 1e6 or why:
+            out.append(f"| `{key}` | {size / 1e6:.1f} | {why} |")
+    small = sum(v for k, v in parts.items() if ":" not in k and v < 1e6)
+    out.append(f"| logs, config, metrics, expert episodes | {small / 1e6:.1f} | |")
+    out.append(f"| **total** | {rec['value'] / 1e6:.1f} | |")
+    out.append("")
+    out.append(f"{rec['date']}; `{rec['command']}`.")
+    return "\n".join(out)
+
+
+CPU_PATH_PAGE = ROOT / "docs" / "cpu-path.md"
+#: The CPU-path page's blocks: marker name, renderer, record in docs/figures/ (the command is in the record).
+CPU_PATH_BLOCKS = (
+    ("cpu-threads", render_threads, "threads.json"),
+    ("cpu-run-folder", render_run_folder, "run_folder.json"),
+    ("cpu-phases", render_phases, "phases.json"),
+    ("cpu-phases-fp32", render_phases, "phases_fp32.json"),
+)
+
+
 def blocks() -> list[tuple[Path, str, str]]:
     """Every generated block: ``(file, marker name, its text from the committed records)``."""
     learning = json.loads(JSON.read_text())
@@ -424,6 +524,8 @@ def blocks() -> list[tuple[Path, str, str]]:
     out.append((README, "erl-seed-before", render(erl_seed, erl_seed["command"])))
     out += [(CPU_PAGE, f"cpu-{suite}", render_cpu_table(cpu, suite)) for suite in SUITE_TITLES]
     out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
+    for name, render_cpu_path, record in CPU_PATH_BLOCKS:
+        out.append((CPU_PATH_PAGE, name, render_cpu_path(json.loads((JSON.parent / record).read_text()))))
     return out
 
 
@@ -435,7 +537,7 @@ def render_all(write: bool = True) -> list[str]:
         text = texts.get(path, path.read_text())
         new = rewrite(text, name, section, path)
         if new != text:
-            stale.append(f"{path.relative_to(ROOT)}:{name}")
+            stale.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{name}")
         texts[path] = new
     if write:
         for path, text in texts.items():

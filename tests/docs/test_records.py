@@ -35,6 +35,17 @@ def test_the_cpu_table_record_holds_what_the_board_entries_hold(fig):
     assert fresh["runs"] == record["runs"], "the entries changed: run `python tools/figures.py --collect`"
 
 
+def test_a_cpu_path_figure_edited_by_hand_is_reported(fig, tmp_path, monkeypatch):
+    page = tmp_path / "cpu-path.md"
+    text = fig.CPU_PATH_PAGE.read_text()
+    threads = json.loads((fig.JSON.parent / "threads.json").read_text())
+    one = f"| one thread | 1 | {threads['runs']['one thread']['median_s']:.1f} |"
+    assert one in text
+    page.write_text(text.replace(one, "| one thread | 1 | 0.5 |"))
+    monkeypatch.setattr(fig, "CPU_PATH_PAGE", page)
+    assert fig.render_all(write=False) == [f"{page}:cpu-threads"]
+
+
 def test_every_record_names_its_command_date_machine_and_versions(fig):
     cpu = json.loads(fig.CPU_TABLE.read_text())
     assert cpu["command"] and cpu["date"] and cpu["machine"] and cpu["versions"]
