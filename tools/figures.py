@@ -19,7 +19,10 @@ and ``phase_bench.py``).
 Run: ``python tools/figures.py`` (all methods, seeds 0-4); ``--methods ppo sapo --seeds 0-9``;
 ``--from-json A.json [B.json ...]`` re-renders (and merges) saved results without training;
 ``--render`` re-renders every block from the committed records (no training);
-``--collect`` rebuilds ``docs/figures/cpu_table.json`` from the board's CPU-table entries, then renders.
+``--collect`` rebuilds ``docs/figures/cpu_table.json`` from the board's CPU-table entries, then renders;
+``--time NAME -- COMMAND ...`` runs COMMAND, times it and writes its entry NAME (seconds, CPU seconds, exit code,
+pytest's summary where it prints one, date, commit, machine, versions, command) into ``docs/figures/timings.json``,
+then renders (``--time 'make test' -- make test``).
 """
 
 from __future__ import annotations
@@ -354,14 +357,92 @@ def _duration(seconds: float) -> str:
 
 
 def render_timings(record: dict) -> str:
-    """The README's expected-time table."""
+    """The README's expected-time table; an entry not written by ``--time`` says it was typed in by hand."""
     lines = ["| command | what it does | wall time, 2-core CPU |", "|---|---|---|"]
     for t in record["values"]:
-        extra = f" ({t['result']})" if t.get("result") else ""
+        notes = [t["result"]] if t.get("result") else []
+        if t.get("exit_code"):
+            notes.append(f"failed: exit code {t['exit_code']}")
+        if "measured_by" not in t:
+            notes.append("typed in by hand")
+        extra = f" ({'; '.join(notes)})" if notes else ""
         lines.append(f"| `{t['name']}` | {t['what']} | {_duration(t['seconds'])}{extra} |")
-    dates = ", ".join(sorted({t["date"] for t in record["values"]}))
-    lines += ["", f"Record: `docs/figures/timings.json` ({dates}; {record['machine']}; {record['how']})."]
+    dates = ", ".join(sorted({t["date"][:10] for t in record["values"]}))
+    machines = "; ".join(dict.fromkeys(t["machine"] for t in record["values"]))
+    lines += ["", f"Record: `docs/figures/timings.json` ({dates}; {machines}; {record['how']})."]
     return "\n".join(lines)
+
+
+#: pytest's summary line, ``-q`` or framed in ``=``: ``1082 passed, 108 skipped in 851.23s (0:14:11)``.
+PYTEST_SUMMARY = re.compile(r"^=*\s*(?P<counts>\d+ [a-z]+(?:, \d+ [a-z]+)*) in [\d.]+s\b")
+
+
+def run_timed(cmd: list[str]) -> dict:
+    """Run ``cmd``, its output passed through as it comes; wall and CPU seconds, exit code, pytest's summary."""
+    import collections
+    import resource
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    except OSError as e:
+        raise SystemExit(f"cannot run {cmd[0]!r}: {e.strerror or e}") from None
+    tail: collections.deque[str] = collections.deque(maxlen=500)  # the summary is near the end
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        tail.append(line.rstrip("\n"))
+    code = proc.wait()
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = {
+        "seconds": round(seconds, 2),
+        "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
+        "exit_code": code,
+    }
+    summary = next((m for m in map(PYTEST_SUMMARY.match, reversed(tail)) if m), None)
+    if summary:
+        out["result"] = summary["counts"]
+        out["pytest_summary"] = summary.string.strip("= ")
+    return out
+
+
+def time_command(name: str, cmd: list[str], what: str | None, argv: list[str]) -> int:
+    """Run and time ``cmd``, write its entry ``name`` into the timings record, render; the command's exit code."""
+    import shlex
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from measure_record import provenance
+
+    record = json.loads(TIMINGS.read_text())
+    old = next((i for i, t in enumerate(record["values"]) if t["name"] == name), None)
+    if old is None and not what:
+        raise SystemExit(f"{name!r} is not in {_rel(TIMINGS)}: say what it does with --what TEXT")
+    prov = provenance("tools/figures.py", argv)  # before the run: the load the command started under
+    ran = run_timed(cmd)
+    entry = {
+        "name": name,
+        "what": what or record["values"][old]["what"],
+        "command": shlex.join(cmd),
+        **ran,
+        "date": prov["date"],
+        "commit": (prov["versions"]["git_commit"] or "no git checkout")[:12]
+        + ("+uncommitted changes" if prov["versions"]["git_dirty"] else ""),
+        "machine": machine(),
+        "load_average_at_start": prov["machine"]["load_average"],
+        "versions": prov["versions"],
+        "measured_by": "python tools/figures.py " + shlex.join(argv),
+    }
+    if old is None:
+        record["values"].append(entry)
+    else:
+        record["values"][old] = entry
+    TIMINGS.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"{name}: {_duration(ran['seconds'])}, exit code {ran['exit_code']}, written to {_rel(TIMINGS)}")
+    print("\n".join(f"rewrote {s}" for s in render_all()) or "every block is current")
+    return ran["exit_code"]
 
 
 def render_reported(reported: Path = ROOT / "leaderboards" / "reported", entries: Path = ENTRIES) -> str:
@@ -529,6 +610,10 @@ def blocks() -> list[tuple[Path, str, str]]:
     return out
 
 
+def _rel(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
+
+
 def render_all(write: bool = True) -> list[str]:
     """Rewrite every generated block from its record; the blocks that were stale (``file:name``)."""
     texts: dict[Path, str] = {}
@@ -537,7 +622,7 @@ def render_all(write: bool = True) -> list[str]:
         text = texts.get(path, path.read_text())
         new = rewrite(text, name, section, path)
         if new != text:
-            stale.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}:{name}")
+            stale.append(f"{_rel(path)}:{name}")
         texts[path] = new
     if write:
         for path, text in texts.items():
@@ -558,7 +643,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--render", action="store_true", help="only re-render every block from the committed records")
     p.add_argument("--collect", action="store_true", help="rebuild the CPU table record from the board, then render")
     p.add_argument("--check", action="store_true", help="exit 1 when a rendered block differs from its record")
+    p.add_argument(
+        "--time", metavar="NAME", help="run the command after `--`, time it, record it in timings.json as NAME, render"
+    )
+    p.add_argument("--what", help="with --time: what the command does (needed for a NAME not yet in the record)")
+    full = sys.argv[1:] if argv is None else list(argv)
+    argv, cmd = (full[: full.index("--")], full[full.index("--") + 1 :]) if "--" in full else (full, [])
     a = p.parse_args(argv)
+    if a.time or cmd:
+        if not (a.time and cmd):
+            p.error("time a command with --time NAME -- COMMAND [ARG ...], e.g. --time 'make test' -- make test")
+        return time_command(a.time, cmd, a.what, full)
     if a.check:
         stale = render_all(write=False)
         for s in stale:
