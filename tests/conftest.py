@@ -1,4 +1,5 @@
-"""Shared fixtures: the data root, and skipping data-backed tests with a clear reason when it is absent."""
+"""Shared fixtures: the data root, and skipping data-backed tests with a clear reason when it is absent; with slow
+tests selected (``pytest -m slow``), one progress line per slow test with an estimate of the time left."""
 
 from __future__ import annotations
 
@@ -36,3 +37,42 @@ def require_data(family: str, *parts: str) -> Path:
             f"`agentgym data prepare {family} --from DIR`, or set AGENTGYM_DATA to a folder holding {family}/)"
         )
     return path
+
+
+def _clock(seconds: float) -> str:
+    return f"{int(seconds // 60)} min {int(seconds % 60)} s" if seconds >= 60 else f"{seconds:.1f} s"
+
+
+class SlowProgress:
+    """After each slow test, one line: its duration and the time left (mean duration so far x slow tests left)."""
+
+    def __init__(self, nodeids: set[str], reporter) -> None:
+        self.left = set(nodeids)
+        self.total = len(nodeids)
+        self.reporter = reporter
+        self.spent: dict[str, float] = {}  # setup + call + teardown of the test running
+        self.done: list[float] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.nodeid not in self.left:
+            return
+        self.spent[report.nodeid] = self.spent.get(report.nodeid, 0.0) + report.duration
+        if report.when != "teardown":
+            return
+        self.left.discard(report.nodeid)
+        self.done.append(self.spent.pop(report.nodeid))
+        mean = sum(self.done) / len(self.done)
+        if self.reporter._tw.width_of_current_line:  # after the progress dots, on a line of its own
+            self.reporter._tw.line()
+        self.reporter.write_line(
+            f"slow {len(self.done)}/{self.total}: {report.nodeid} {_clock(self.done[-1])}; "
+            f"about {_clock(mean * len(self.left))} left ({len(self.left)} x mean {_clock(mean)})"
+        )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Slow tests are minutes each: when any are selected, show where the run stands after each one."""
+    slow = {item.nodeid for item in session.items if item.get_closest_marker("slow")}
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if slow and reporter is not None and not session.config.option.collectonly:
+        session.config.pluginmanager.register(SlowProgress(slow, reporter), "agentgym-slow-progress")

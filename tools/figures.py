@@ -11,13 +11,18 @@ Nothing in those sections is typed by hand.
 
 It also renders the other committed records (``docs/figures/*.json``: each holds its values, the command that
 measured them, date, machine and versions) into the places that quote them, between the same kind of markers:
-the README's results and expected-time tables, and the result pages under ``docs/results/``.
+the README's results and expected-time tables, the result pages under ``docs/results/`` and the CPU-path page
+(``docs/cpu-path.md``: thread policy, run folder, phase records of ``tools/thread_bench.py``, ``run_folder_size.py``
+and ``phase_bench.py``).
 ``tests/docs/test_figures.py`` fails when a rendered block differs from what its record gives.
 
 Run: ``python tools/figures.py`` (all methods, seeds 0-4); ``--methods ppo sapo --seeds 0-9``;
 ``--from-json A.json [B.json ...]`` re-renders (and merges) saved results without training;
 ``--render`` re-renders every block from the committed records (no training);
-``--collect`` rebuilds ``docs/figures/cpu_table.json`` from the board's CPU-table entries, then renders.
+``--collect`` rebuilds ``docs/figures/cpu_table.json`` from the board's CPU-table entries, then renders;
+``--time NAME -- COMMAND ...`` runs COMMAND, times it and writes its entry NAME (seconds, CPU seconds, exit code,
+pytest's summary where it prints one, date, commit, machine, versions, command) into ``docs/figures/timings.json``,
+then renders (``--time 'make test' -- make test``).
 """
 
 from __future__ import annotations
@@ -352,14 +357,92 @@ def _duration(seconds: float) -> str:
 
 
 def render_timings(record: dict) -> str:
-    """The README's expected-time table."""
+    """The README's expected-time table; an entry not written by ``--time`` says it was typed in by hand."""
     lines = ["| command | what it does | wall time, 2-core CPU |", "|---|---|---|"]
     for t in record["values"]:
-        extra = f" ({t['result']})" if t.get("result") else ""
+        notes = [t["result"]] if t.get("result") else []
+        if t.get("exit_code"):
+            notes.append(f"failed: exit code {t['exit_code']}")
+        if "measured_by" not in t:
+            notes.append("typed in by hand")
+        extra = f" ({'; '.join(notes)})" if notes else ""
         lines.append(f"| `{t['name']}` | {t['what']} | {_duration(t['seconds'])}{extra} |")
-    dates = ", ".join(sorted({t["date"] for t in record["values"]}))
-    lines += ["", f"Record: `docs/figures/timings.json` ({dates}; {record['machine']}; {record['how']})."]
+    dates = ", ".join(sorted({t["date"][:10] for t in record["values"]}))
+    machines = "; ".join(dict.fromkeys(t["machine"] for t in record["values"]))
+    lines += ["", f"Record: `docs/figures/timings.json` ({dates}; {machines}; {record['how']})."]
     return "\n".join(lines)
+
+
+#: pytest's summary line, ``-q`` or framed in ``=``: ``1082 passed, 108 skipped in 851.23s (0:14:11)``.
+PYTEST_SUMMARY = re.compile(r"^=*\s*(?P<counts>\d+ [a-z]+(?:, \d+ [a-z]+)*) in [\d.]+s\b")
+
+
+def run_timed(cmd: list[str]) -> dict:
+    """Run ``cmd``, its output passed through as it comes; wall and CPU seconds, exit code, pytest's summary."""
+    import collections
+    import resource
+    import subprocess
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    try:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    except OSError as e:
+        raise SystemExit(f"cannot run {cmd[0]!r}: {e.strerror or e}") from None
+    tail: collections.deque[str] = collections.deque(maxlen=500)  # the summary is near the end
+    for line in proc.stdout:
+        sys.stdout.write(line)
+        sys.stdout.flush()
+        tail.append(line.rstrip("\n"))
+    code = proc.wait()
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = {
+        "seconds": round(seconds, 2),
+        "cpu_s": round(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 2),
+        "exit_code": code,
+    }
+    summary = next((m for m in map(PYTEST_SUMMARY.match, reversed(tail)) if m), None)
+    if summary:
+        out["result"] = summary["counts"]
+        out["pytest_summary"] = summary.string.strip("= ")
+    return out
+
+
+def time_command(name: str, cmd: list[str], what: str | None, argv: list[str]) -> int:
+    """Run and time ``cmd``, write its entry ``name`` into the timings record, render; the command's exit code."""
+    import shlex
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from measure_record import provenance
+
+    record = json.loads(TIMINGS.read_text())
+    old = next((i for i, t in enumerate(record["values"]) if t["name"] == name), None)
+    if old is None and not what:
+        raise SystemExit(f"{name!r} is not in {_rel(TIMINGS)}: say what it does with --what TEXT")
+    prov = provenance("tools/figures.py", argv)  # before the run: the load the command started under
+    ran = run_timed(cmd)
+    entry = {
+        "name": name,
+        "what": what or record["values"][old]["what"],
+        "command": shlex.join(cmd),
+        **ran,
+        "date": prov["date"],
+        "commit": (prov["versions"]["git_commit"] or "no git checkout")[:12]
+        + ("+uncommitted changes" if prov["versions"]["git_dirty"] else ""),
+        "machine": machine(),
+        "load_average_at_start": prov["machine"]["load_average"],
+        "versions": prov["versions"],
+        "measured_by": "python tools/figures.py " + shlex.join(argv),
+    }
+    if old is None:
+        record["values"].append(entry)
+    else:
+        record["values"][old] = entry
+    TIMINGS.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"{name}: {_duration(ran['seconds'])}, exit code {ran['exit_code']}, written to {_rel(TIMINGS)}")
+    print("\n".join(f"rewrote {s}" for s in render_all()) or "every block is current")
+    return ran["exit_code"]
 
 
 def render_reported(reported: Path = ROOT / "leaderboards" / "reported", entries: Path = ENTRIES) -> str:
@@ -409,6 +492,104 @@ def render_reported(reported: Path = ROOT / "leaderboards" / "reported", entries
     )
 
 
+#: Why each part of a SmolLM2 run folder is there.
+RUN_FOLDER_WHY = {
+    "state.pt:model": "fp32 weights of the policy (master weights; tied input/output embedding stored once)",
+    "state.pt:optimizer": "AdamW's two moments per weight: a resumed run equals an uninterrupted one only with them",
+    "model": "the same weights as a plain HF folder (safetensors, tokenizer, agentgym_prompt.json): what "
+    "`agentgym eval --agent hf:` plays and a leaderboard entry pins by sha256",
+}
+
+
+def render_threads(rec: dict) -> str:
+    """The CPU-path page's thread-policy table (``docs/figures/threads.json``, ``tools/thread_bench.py``)."""
+    out = [
+        "| choice | threads | wall s (median) | runs (s) | x one thread |",
+        "|---|---|---|---|---|",
+    ]
+    for name, row in rec["runs"].items():
+        threads = sorted({line.split()[1] for line in row["threads_lines"] if line})
+        runs = ", ".join(f"{w:.1f}" for w in row["walls_s"])
+        out.append(
+            f"| {name} | {'/'.join(threads)} | {row['median_s']:.1f} | {runs} | "
+            f"{rec['ratio_to_one_thread'][name]:.2f} |"
+        )
+    out.append("")
+    out.append(
+        f"`{rec['timed_command']}` ({rec['iterations']} iterations), {rec['competitors']} busy process(es) "
+        f"running meanwhile, {rec['physical_cores']} physical cores; {rec['date']}; record "
+        f"`docs/figures/threads.json` (`{rec['command']}`)."
+    )
+    return "\n".join(out)
+
+
+def render_phases(rec: dict) -> str:
+    """One RL iteration's phases with their achieved FLOP/s (``tools/phase_bench.py``'s records)."""
+    labels = list(rec["runs"])
+    head = "| phase | " + " | ".join(f"{lab}: s | {lab}: GFLOP/s | {lab}: share of matmul peak" for lab in labels)
+    out = [head + " |", "|---|" + "---|---|---|" * len(labels)]
+    for phase in rec["runs"][labels[0]]["phases"]:
+        cells = []
+        for lab in labels:
+            ph = rec["runs"][lab]["phases"][phase]
+            gf = "-" if ph["gflop_per_s"] is None else f"{ph['gflop_per_s']:.1f}"
+            share = "-" if ph["share_of_matmul_peak"] is None else f"{100 * ph['share_of_matmul_peak']:.1f}%"
+            cells.append(f"{ph['seconds']:.1f} | {gf} | {share}")
+        out.append(f"| {phase} | " + " | ".join(cells) + " |")
+    out.append(
+        "| **iteration** | " + " | ".join(f"**{rec['runs'][lab]['iteration_s']:.1f}** | |" for lab in labels) + " |"
+    )
+    if all("iteration_s_all" in rec["runs"][lab] for lab in labels) and len(labels) > 1:
+        every = "; ".join(
+            f"{lab} " + ", ".join(f"{x:.1f}" for x in rec["runs"][lab]["iteration_s_all"]) for lab in labels
+        )
+        out.append("")
+        out.append(
+            f"Every iteration's seconds, in ABBA order over the run: {every} (the table shows the lower of each)."
+        )
+    peak = max(rec["matmul_flop_per_s"].values()) / 1e9
+    r = rec["runs"][labels[0]]
+    s = rec["settings"]
+    out.append("")
+    out.append(
+        f"{s['config']} at {s['tasks']} task(s) x its group size, at most {s['max_turns']} turns, beta {s['beta']}, "
+        f"dtype {s.get('dtype')}; {r['rows']} rows, {r['tokens_per_pass']} tokens per full pass, "
+        f"{r['generated_tokens']} generated; {r['forward_flops_per_token'] / 1e6:.0f} MFLOP per token forward. "
+        f"Matmul peak measured in {rec.get('matmul_dtype', 'torch.float32')} at {rec['threads']} thread(s): "
+        f"{peak:.1f} GFLOP/s. {rec['date']}, load average {rec['machine'].get('load_average', ['?'])[0]:.1f}; "
+        f"`{rec['command']}`."
+    )
+    return "\n".join(out)
+
+
+def render_run_folder(rec: dict) -> str:
+    """What a SmolLM2 run folder holds and why (``docs/figures/run_folder.json``, ``tools/run_folder_size.py``)."""
+    parts = rec["parts"]
+    out = ["| part | MB | why |", "|---|---|---|"]
+    for key, size in parts.items():
+        why = next((w for k, w in RUN_FOLDER_WHY.items() if key.endswith(k)), "")
+        if key.startswith("ckpt_") and ":" not in key:
+            why = "the resume state, one `state.pt` (its two big parts below)"
+        if size >= 1e6 or why:
+            out.append(f"| `{key}` | {size / 1e6:.1f} | {why} |")
+    small = sum(v for k, v in parts.items() if ":" not in k and v < 1e6)
+    out.append(f"| logs, config, metrics, expert episodes | {small / 1e6:.1f} | |")
+    out.append(f"| **total** | {rec['value'] / 1e6:.1f} | |")
+    out.append("")
+    out.append(f"{rec['date']}; `{rec['command']}`.")
+    return "\n".join(out)
+
+
+CPU_PATH_PAGE = ROOT / "docs" / "cpu-path.md"
+#: The CPU-path page's blocks: marker name, renderer, record in docs/figures/ (the command is in the record).
+CPU_PATH_BLOCKS = (
+    ("cpu-threads", render_threads, "threads.json"),
+    ("cpu-run-folder", render_run_folder, "run_folder.json"),
+    ("cpu-phases", render_phases, "phases.json"),
+    ("cpu-phases-fp32", render_phases, "phases_fp32.json"),
+)
+
+
 def blocks() -> list[tuple[Path, str, str]]:
     """Every generated block: ``(file, marker name, its text from the committed records)``."""
     learning = json.loads(JSON.read_text())
@@ -424,7 +605,13 @@ def blocks() -> list[tuple[Path, str, str]]:
     out.append((README, "erl-seed-before", render(erl_seed, erl_seed["command"])))
     out += [(CPU_PAGE, f"cpu-{suite}", render_cpu_table(cpu, suite)) for suite in SUITE_TITLES]
     out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
+    for name, render_cpu_path, record in CPU_PATH_BLOCKS:
+        out.append((CPU_PATH_PAGE, name, render_cpu_path(json.loads((JSON.parent / record).read_text()))))
     return out
+
+
+def _rel(path: Path) -> Path:
+    return path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
 
 
 def render_all(write: bool = True) -> list[str]:
@@ -435,7 +622,7 @@ def render_all(write: bool = True) -> list[str]:
         text = texts.get(path, path.read_text())
         new = rewrite(text, name, section, path)
         if new != text:
-            stale.append(f"{path.relative_to(ROOT)}:{name}")
+            stale.append(f"{_rel(path)}:{name}")
         texts[path] = new
     if write:
         for path, text in texts.items():
@@ -456,7 +643,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--render", action="store_true", help="only re-render every block from the committed records")
     p.add_argument("--collect", action="store_true", help="rebuild the CPU table record from the board, then render")
     p.add_argument("--check", action="store_true", help="exit 1 when a rendered block differs from its record")
+    p.add_argument(
+        "--time", metavar="NAME", help="run the command after `--`, time it, record it in timings.json as NAME, render"
+    )
+    p.add_argument("--what", help="with --time: what the command does (needed for a NAME not yet in the record)")
+    full = sys.argv[1:] if argv is None else list(argv)
+    argv, cmd = (full[: full.index("--")], full[full.index("--") + 1 :]) if "--" in full else (full, [])
     a = p.parse_args(argv)
+    if a.time or cmd:
+        if not (a.time and cmd):
+            p.error("time a command with --time NAME -- COMMAND [ARG ...], e.g. --time 'make test' -- make test")
+        return time_command(a.time, cmd, a.what, full)
     if a.check:
         stale = render_all(write=False)
         for s in stale:

@@ -12,13 +12,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def write_record(out: str | Path, record: dict, script: str, argv: list[str] | None) -> Path:
-    """Write ``record`` plus date, machine, versions and the command line to ``out`` (relative: to the checkout)."""
+def provenance(script: str, argv: list[str] | None) -> dict:
+    """Date, machine (with its load now), versions (git commit included) and the command line of a measurement."""
     sys.path.insert(0, str(ROOT))
     from agentgym.rl.runinfo import versions
 
-    full = {
-        **record,
+    return {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": {
             "cpu": platform.processor() or platform.machine(),
@@ -28,6 +27,11 @@ def write_record(out: str | Path, record: dict, script: str, argv: list[str] | N
         "versions": {k: v for k, v in versions("cpu").items() if k != "argv"},
         "command": f"python {script} " + " ".join(sys.argv[1:] if argv is None else argv),
     }
+
+
+def write_record(out: str | Path, record: dict, script: str, argv: list[str] | None) -> Path:
+    """Write ``record`` plus date, machine, versions and the command line to ``out`` (relative: to the checkout)."""
+    full = {**record, **provenance(script, argv)}
     path = ROOT / out
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(full, indent=2) + "\n")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,15 +36,75 @@ def test_the_cpu_table_record_holds_what_the_board_entries_hold(fig):
     assert fresh["runs"] == record["runs"], "the entries changed: run `python tools/figures.py --collect`"
 
 
+def test_a_cpu_path_figure_edited_by_hand_is_reported(fig, tmp_path, monkeypatch):
+    page = tmp_path / "cpu-path.md"
+    text = fig.CPU_PATH_PAGE.read_text()
+    threads = json.loads((fig.JSON.parent / "threads.json").read_text())
+    one = f"| one thread | 1 | {threads['runs']['one thread']['median_s']:.1f} |"
+    assert one in text
+    page.write_text(text.replace(one, "| one thread | 1 | 0.5 |"))
+    monkeypatch.setattr(fig, "CPU_PATH_PAGE", page)
+    assert fig.render_all(write=False) == [f"{page}:cpu-threads"]
+
+
 def test_every_record_names_its_command_date_machine_and_versions(fig):
     cpu = json.loads(fig.CPU_TABLE.read_text())
     assert cpu["command"] and cpu["date"] and cpu["machine"] and cpu["versions"]
     learning = json.loads(fig.JSON.read_text())
     assert learning["command"] and learning["date"] and learning["versions"]
     timings = json.loads(fig.TIMINGS.read_text())
-    assert timings["machine"] and timings["source"] and timings["how"]
+    assert timings["how"]
     for t in timings["values"]:
-        assert t["command"] and t["date"] and t["commit"] and t["seconds"] > 0, t
+        assert t["command"] and t["date"] and t["commit"] and t["machine"] and t["seconds"] > 0, t
+        assert "measured_by" in t or "typed in by hand" in t["source"], t  # a hand entry says so
+
+
+@pytest.fixture
+def timings(fig, tmp_path, monkeypatch):
+    """A copy of the timings record that ``--time`` writes to (the real README is not rewritten)."""
+    path = tmp_path / "timings.json"
+    path.write_text(fig.TIMINGS.read_text())
+    monkeypatch.setattr(fig, "TIMINGS", path)
+    monkeypatch.setattr(fig, "render_all", lambda write=True: [])
+    return path
+
+
+def test_time_runs_the_command_and_records_its_seconds_exit_code_and_pytest_summary(fig, timings, capsys):
+    argv = ["--time", "make test", "--", sys.executable, "-c", "print('header'); print('3 passed, 1 skipped in 0.1s')"]
+    assert fig.main(argv) == 0
+    assert "3 passed, 1 skipped in 0.1s" in capsys.readouterr().out  # the command's output is shown as it runs
+    record = json.loads(timings.read_text())
+    t = next(t for t in record["values"] if t["name"] == "make test")
+    assert t["what"] == "the default test run, what CI runs"  # kept from the entry it replaces
+    assert t["result"] == "3 passed, 1 skipped" and t["pytest_summary"] == "3 passed, 1 skipped in 0.1s"
+    assert t["exit_code"] == 0 and 0 < t["seconds"] < 60 and t["cpu_s"] >= 0
+    assert t["command"].startswith(sys.executable) and t["measured_by"].startswith("python tools/figures.py --time")
+    assert t["date"] and t["commit"] and t["machine"] and t["versions"]["python"]
+    assert "source" not in t and [v["name"] for v in record["values"]].count("make test") == 1
+    row = next(line for line in fig.render_timings(record).splitlines() if "`make test`" in line)
+    assert row.endswith("s (3 passed, 1 skipped) |") and "by hand" not in row
+    demo = next(line for line in fig.render_timings(record).splitlines() if "`make demo`" in line)
+    assert "typed in by hand" in demo
+
+
+def test_time_records_a_failing_command_as_failed(fig, timings):
+    argv = ["--time", "fails", "--what", "exits 3", "--", sys.executable, "-c", "raise SystemExit(3)"]
+    assert fig.main(argv) == 3
+    record = json.loads(timings.read_text())
+    t = record["values"][-1]
+    assert (t["name"], t["what"], t["exit_code"]) == ("fails", "exits 3", 3) and "result" not in t
+    assert "failed: exit code 3" in fig.render_timings(record)
+
+
+def test_time_refuses_a_new_name_without_what_and_a_missing_command(fig, timings):
+    before = timings.read_text()
+    with pytest.raises(SystemExit, match="say what it does with --what"):
+        fig.main(["--time", "new", "--", sys.executable, "-c", "pass"])
+    with pytest.raises(SystemExit, match="cannot run 'no-such-command-xyz'"):
+        fig.main(["--time", "make demo", "--", "no-such-command-xyz"])
+    with pytest.raises(SystemExit):
+        fig.main(["--time", "make demo"])  # no command after --
+    assert timings.read_text() == before
 
 
 def test_wilson_interval_matches_the_textbook_values(fig):

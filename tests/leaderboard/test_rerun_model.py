@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 import shutil
@@ -12,10 +13,12 @@ import pytest
 import agentgym.leaderboard.rerun as rerun_mod
 from agentgym.agents import from_spec
 from agentgym.cli import main as agentgym
+from agentgym.leaderboard.archive import log_name
 from agentgym.leaderboard.build import build
 from agentgym.leaderboard.entry import make_entry, run_suite, runnable_for
 from agentgym.leaderboard.rerun import RerunError, check_model_pin, check_rerun, rerun_entry
 from agentgym.models.loading import checkpoint_sha256
+from agentgym.models.prompt_settings import write_prompt_settings
 from agentgym.models.tiny import make_tiny_model
 from agentgym.suites import get_suite
 
@@ -151,3 +154,61 @@ def test_unpinned_model_agents_are_logs_only_or_rejected_at_submit(model_entry, 
         assert agentgym(args) == 1, what
         err = capsys.readouterr().err
         assert err.startswith("REJECTED: ") and expected[what] in err, (what, err)
+
+
+@pytest.fixture(scope="module")
+def prompted_entry(tmp_path_factory) -> tuple[Path, Path]:
+    """A tiny checkpoint whose folder records a non-default prompt (ERL cells, no history), evaluated as
+    ``hf:FOLDER`` with no prompt flags (so with the folder's settings) and submitted."""
+    import torch
+
+    torch.set_num_threads(1)
+    root = tmp_path_factory.mktemp("prompted-entry")
+    ckpt = root / "ckpt"
+    make_tiny_model(ckpt, seed=0, hidden_size=32, num_layers=1)
+    write_prompt_settings(
+        ckpt,
+        env_id="agentgym/FrozenLake-v0",
+        style="erl-cells",
+        template="frozenlake-erl-cells@1",
+        history_length=0,
+        max_new_tokens=3,
+        max_prompt_tokens=1024,
+        answer_format="<reason>...</reason>\n```ACTION```",
+        trained_by="test",
+    )
+    spec = f"hf:{ckpt}"
+    agent = from_spec(spec, device="cpu", temperature=1.0)
+    run_suite(get_suite("frozenlake"), agent, root / "run", batch_size=100, agent_spec=spec)
+    entry, report = make_entry(root / "run", root / "board" / "entries", replay_sample=3, workers=1)
+    assert entry is not None, report.summary()
+    return entry, ckpt
+
+
+def _rerun_configs(entry: Path) -> list[dict]:
+    """The agent settings each rerun episode was played with."""
+    path = entry / rerun_mod.RERUN_DIR / "episodes" / f"{log_name('agentgym/FrozenLake-v0')}.jsonl.gz"
+    with gzip.open(path, "rt") as f:
+        return [json.loads(line)["agent_config"] for line in f if line.strip()]
+
+
+def test_rerun_of_a_folder_with_prompt_settings_plays_with_them(prompted_entry, tmp_path):
+    entry = _copy(prompted_entry[0], tmp_path / "entries" / "prompted")
+    runnable = json.loads((entry / "submission.json").read_text())["agent"]["runnable"]
+    assert runnable["prompt_version"] == "frozenlake-erl-cells@1"
+    record = rerun_entry(entry, episodes=4)
+    assert record["ok"] and not record["flagged"], record["errors"]
+    configs = _rerun_configs(entry)
+    assert len(configs) == 4
+    for cfg in configs:
+        assert (cfg["template_style"], cfg["history_length"], cfg["max_new_tokens"]) == ("erl-cells", 0, 3), cfg
+    # A runnable block that names no prompt settings (hand-written, or from before they were recorded): the rerun
+    # takes them from the pinned folder's agentgym_prompt.json, not the env's default template.
+    sub = json.loads((entry / "submission.json").read_text())
+    for key in ("style", "history_length", "max_new_tokens"):
+        sub["agent"]["runnable"]["kwargs"].pop(key, None)
+    (entry / "submission.json").write_text(json.dumps(sub))
+    record = rerun_entry(entry, episodes=4)
+    assert record["ok"], record["errors"]
+    for cfg in _rerun_configs(entry):
+        assert (cfg["template_style"], cfg["history_length"], cfg["max_new_tokens"]) == ("erl-cells", 0, 3), cfg
