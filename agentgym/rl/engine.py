@@ -21,6 +21,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from agentgym.models.loading import quiet_loading
+
 ENGINES = ("hf", "vllm")
 
 
@@ -89,7 +91,8 @@ def save_policy_folder(model: Any, tokenizer: Any, folder: str | Path) -> Path:
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     base = model.get_base_model() if is_lora(model) else model
-    base.save_pretrained(folder, state_dict=policy_state_dict(model))
+    with quiet_loading():  # no per-shard bar in the run's log: the trainer prints one line per stage
+        base.save_pretrained(folder, state_dict=policy_state_dict(model))
     tokenizer.save_pretrained(folder)
     return folder
 
