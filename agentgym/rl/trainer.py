@@ -149,7 +149,7 @@ class Trainer:
         if torch.device(self.device).type == "cpu":
             from agentgym.models.threads import apply_threads
 
-            self.threads = apply_threads(getattr(args, "threads", None), announce=self.dist.is_main).threads
+            self.threads = apply_threads(args.threads, announce=self.dist.is_main).threads
         seed_everything(args.seed + self.dist.rank)
         self.model, self.tokenizer = load_policy(args, self.device)
         if args.init_from:  # SFT -> RL: the policy (and so the reference model) starts from that run's weights
@@ -410,7 +410,7 @@ class Trainer:
         cls = type(self)
         cfg = getattr(getattr(self.model, "config", None), "attention_dropout", 0.0) or 0.0
         return bool(
-            getattr(a, "reuse_sampling_logprobs", False)
+            a.reuse_sampling_logprobs
             and a.rollout_engine == "hf"
             and not self.sharded
             and not self.autocast_active
@@ -497,9 +497,7 @@ class Trainer:
         self.model.eval()  # no dropout in scoring (the training forward's dropout is 0 for our models too)
         n_mb = -(-B // mbs)
         # the sampler's log-probs are the old policy's (see sampling_logps_are_old): no old-policy forward
-        reuse = (
-            "sampling_per_token_logps" in batch and self.args.rollout_engine == "hf" and self.sampling_logps_are_old
-        )
+        reuse = "sampling_per_token_logps" in batch and self.sampling_logps_are_old
         if self.sharded and (self.ref_model is not None or self.critic is not None):
             n_mb = max_over_ranks(n_mb, self.dist)  # sharded ref/critic forwards: the same count on every rank
         for k in range(n_mb):
@@ -567,7 +565,7 @@ class Trainer:
         B = len(batch)
         mini_batch_size = a.mini_batch_size if mini_batch_size is None else mini_batch_size  # a stage's own size
         mini = mini_batch_size if mini_batch_size > 0 else B
-        scope = getattr(a, "mini_batch_scope", "rank")
+        scope = a.mini_batch_scope
         if scope not in ("rank", "global"):
             raise ValueError(f"unknown mini_batch_scope {scope!r}: use rank (ours) or global (verl)")
         global_scope = scope == "global" and self.dist.enabled
