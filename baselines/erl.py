@@ -1,7 +1,7 @@
 """ERL: Experiential Reinforcement Learning (Shi et al. 2026, arXiv 2602.13949; code: microsoft/experiential_rl).
 
-What differs from GRPO (``baselines/grpo.py``; its advantage and PPO-clip loss come from ``agentgym.rl``): each
-iteration is an experience -> reflection -> consolidation loop.
+What differs from GRPO (``baselines/grpo.py``; the group normalisation and the PPO-clip, KL and entropy terms are
+the same primitives of ``agentgym.rl``): each iteration is an experience -> reflection -> consolidation loop.
 
 1. **first attempt** y1 ~ pi(.|x): G episodes per task, feedback and return r1 (as GRPO).
 2. **reflection** for every first attempt that failed (below ``success_threshold`` / not ``info["success"]``):
@@ -66,14 +66,14 @@ from agentgym.prompts.reflection import (
     reflection_record,
 )
 from agentgym.records import EpisodeSpec
-from agentgym.rl.advantages import grpo_advantages
-from agentgym.rl.batch import TurnBatch, broadcast_turn_values, build_batch
+from agentgym.rl.advantages import group_normalize
+from agentgym.rl.batch import TurnBatch, broadcast_turn_values, build_batch, turn_meta
 from agentgym.rl.config import GroupArgs, parse_args
 from agentgym.rl.distributed import all_gather_objects
 from agentgym.rl.hooks import ReflectionLog, encode_chat
-from agentgym.rl.losses import add_kl_entropy, clipped_policy_loss, masked_sum
+from agentgym.rl.losses import add_kl_entropy, clipped_policy_loss, masked_sum, scale_stats
 from agentgym.rl.rewards import turn_rewards
-from agentgym.rl.rollout import RolloutBatch, _fit_prompt
+from agentgym.rl.rollout import RolloutBatch, fit_prompt
 from agentgym.rl.toy import BareContextTemplate
 from agentgym.rl.trainer import Trainer
 
@@ -125,20 +125,12 @@ class Args(GroupArgs):
 def grouped_advantages(returns: list[float], groups: list[int], *, norm_by_std: bool = True) -> list[float]:
     """GRPO advantages over groups of any size (reflections and second attempts of one task form a group).
 
-    Each group is normalised with :func:`agentgym.rl.advantages.grpo_advantages`; a group of one gets advantage 0
-    (nothing to compare against), as GRPO's std-normalisation gives.
+    ``(R - mean_group) / (std_group + 1e-6)``; a group of one gets advantage 0 (nothing to compare against).
     """
-    out = [0.0] * len(returns)
-    by_group: dict[int, list[int]] = {}
-    for i, g in enumerate(groups):
-        by_group.setdefault(g, []).append(i)
-    for idx in by_group.values():
-        if len(idx) < 2:
-            continue
-        adv = grpo_advantages(torch.tensor([returns[i] for i in idx]), len(idx), norm_by_std=norm_by_std)
-        for i, a in zip(idx, adv.tolist()):
-            out[i] = a
-    return out
+    if not returns:
+        return []
+    adv = group_normalize(torch.tensor(returns), groups, norm_by_std=norm_by_std, singleton_mean_zero=False)
+    return adv.tolist()
 
 
 def consolidation_loss(
@@ -180,10 +172,8 @@ def erl_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
     loss = add_kl_entropy(a, loss, result, out, mb, mask, norm)
     # report per-micro-batch means (per token, or per row under seq-mean-token-sum)
     scale = norm / max(float(mask.sum() if norm is n_tokens else mask.shape[0]), 1.0)
-    for k in ("losses/policy_loss", "losses/consolidation_loss", "losses/kl_ref", "losses/entropy"):
-        if k in result:
-            result[k] = result[k] * scale
-    return loss, result
+    keys = ("losses/policy_loss", "losses/consolidation_loss", "losses/kl_ref", "losses/entropy")
+    return loss, scale_stats(result, scale, keys)
 
 
 def consolidation_weight(second_return: float, mode: str) -> float:
@@ -425,25 +415,12 @@ class ErlTrainer(Trainer):
                     continue
                 prompt = t.prompt_ids
                 if rebuild:  # the original prompt x, without the reflection (consolidation)
-                    _, prompt, _ = _fit_prompt(
+                    _, prompt, _ = fit_prompt(
                         self.template, self.tokenizer, t.inp, a.history_length, a.max_prompt_tokens, {}
                     )
                 prompts.append(prompt)
                 responses.append(t.response_ids)
-                meta.append(
-                    {
-                        "part": part,
-                        "group": group_of(t.episode),
-                        "episode": t.episode,
-                        "t": t.t,
-                        "reward": r,
-                        "done": t.done,
-                        "terminated": t.terminated,
-                        "truncated": t.truncated,
-                        "valid": bool(t.format_valid and t.is_action_valid),
-                        "observation": t.observation,
-                    }
-                )
+                meta.append(turn_meta(t, r, part=part, group=group_of(t.episode)))
                 adv.append(0.0 if rebuild else ep_adv[t.episode])
                 rl_w.append(0.0 if rebuild else weight)
                 distill_w.append(float(keep[t.episode]) if rebuild else 0.0)

@@ -20,13 +20,12 @@ The joint advantage of a turn is
   (f974dc5 and d0b9724). ``step_return="penalised"`` (ours, the default): the discounted sum of the
   *penalised* turn rewards, so a later invalid turn lowers every earlier turn's return.
 
-Actor loss as GRPO. Run: ``python baselines/gigpo.py --config baselines/configs/gigpo_std_alfworld_qwen2.5-1.5b.yaml``
+Actor loss as GRPO's (``baselines/grpo.py``: PPO-clip, KL, entropy), written below from the same primitives. Run: ``python baselines/gigpo.py --config baselines/configs/gigpo_std_alfworld_qwen2.5-1.5b.yaml``
 """
 
 from __future__ import annotations
 
 import sys
-from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,11 +34,19 @@ if __package__ in (None, ""):
 
 import torch
 
-from agentgym.rl.advantages import check_episode_advantage, grpo_advantages
+from agentgym.rl.advantages import group_normalize
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
-from agentgym.rl.losses import episode_returns, policy_loss
+from agentgym.rl.losses import (
+    LossStats,
+    add_kl_entropy,
+    clipped_policy_loss,
+    episode_returns,
+    loss_normalizer,
+    micro_batch_scale,
+    scale_stats,
+)
 from agentgym.rl.rewards import step_row_scores, turn_penalties
 from agentgym.rl.trainer import Trainer
 
@@ -95,30 +102,6 @@ def step_returns(meta: list[dict], gamma: float, invalid_penalty: float, mode: s
     return out
 
 
-def group_normalize(
-    scores: torch.Tensor, groups: list, *, use_std: bool, singleton_mean_zero: bool, eps: float = 1e-6
-):
-    """Normalise ``scores`` (N,) within groups given by the hashable labels ``groups``.
-
-    Args:
-        use_std: divide by the group's (unbiased) std (+eps).
-        singleton_mean_zero: a one-member group uses mean 0 (episode level) instead of its own value (step level).
-    """
-    members: dict = defaultdict(list)
-    for i, g in enumerate(groups):
-        members[g].append(i)
-    out = scores.clone()
-    for rows in members.values():
-        vals = scores[rows]
-        if len(rows) == 1:
-            mean = scores.new_tensor(0.0) if singleton_mean_zero else vals.mean()
-            std = scores.new_tensor(1.0)
-        else:
-            mean, std = vals.mean(), vals.std()
-        out[rows] = (vals - mean) / (std + eps) if use_std else vals - mean
-    return out
-
-
 def gigpo_advantages(
     episode_return: torch.Tensor,
     step_return: torch.Tensor,
@@ -143,18 +126,24 @@ def gigpo_advantages(
     if mode not in ("mean_std_norm", "mean_norm"):
         raise ValueError(f"unknown GiGPO mode {mode!r}: use mean_std_norm (w/ std) or mean_norm (w/o std)")
     use_std = mode == "mean_std_norm"
-    a_ep = group_normalize(episode_return, list(task_group), use_std=use_std, singleton_mean_zero=True, eps=eps)
+    # episode level: a task group of one row has mean 0, std 1 (verl-agent)
+    a_ep = group_normalize(episode_return, list(task_group), norm_by_std=use_std, singleton_mean_zero=True, eps=eps)
+    # step level: rows of one task that saw the same observation (anchor state); a singleton step group gets 0
     step_groups = [(g, o) for g, o in zip(task_group, anchor_obs)]
-    a_step = group_normalize(step_return, step_groups, use_std=use_std, singleton_mean_zero=False, eps=eps)
+    a_step = group_normalize(step_return, step_groups, norm_by_std=use_std, singleton_mean_zero=False, eps=eps)
     return a_ep + step_advantage_w * a_step, a_ep, a_step
 
 
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
+    """GiGPO's joint advantage (episode level + omega x step level) on every response token."""
     a = trainer.args
-    mode = getattr(a, "episode_advantage", "rows")
-    check_episode_advantage(mode)
+    mode = a.episode_advantage
+    if mode not in ("rows", "episodes"):
+        raise ValueError(
+            f"unknown episode_advantage {mode!r}: use 'rows' (verl-agent, the table configs) or 'episodes'"
+        )
     rets = episode_returns(batch)
-    step_ret = step_returns(batch.meta, a.gamma, a.invalid_penalty, getattr(a, "step_return", "penalised"))
+    step_ret = step_returns(batch.meta, a.gamma, a.invalid_penalty, a.step_return)
     if mode == "rows":
         row_score = torch.tensor(step_row_scores(batch.meta, a.invalid_penalty))
     else:
@@ -169,16 +158,31 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     )
     if mode == "episodes":  # statistics over the G episodes, not over rows
         returns = torch.tensor([rets.get(e, 0.0) for e in range(max(rets) + 1)])
-        a_ep_epi = grpo_advantages(returns, a.group_size, norm_by_std=a.mode == "mean_std_norm")
+        episode_group = [e // a.group_size for e in range(len(returns))]
+        a_ep_epi = group_normalize(
+            returns, episode_group, norm_by_std=a.mode == "mean_std_norm", singleton_mean_zero=False
+        )
         a_ep = torch.tensor([float(a_ep_epi[m["episode"]]) for m in batch.meta])
         joint = a_ep + a.step_advantage_w * a_step
-    batch["advantages"] = broadcast_turn_values(joint.tolist(), batch["completion_mask"])
+    batch["advantages"] = broadcast_turn_values(joint.tolist(), batch["completion_mask"])  # (B, T)
     n_groups = len({(m["group"], m["observation"]) for m in batch.meta})
     return {
         "adv/episode_mean_abs": float(a_ep.abs().mean()),
         "adv/step_mean_abs": float(a_step.abs().mean()),
         "adv/mean_step_group_size": len(batch) / max(n_groups, 1),
     }
+
+
+def policy_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
+    """GRPO's actor loss: PPO-clip + beta * k3 KL - entropy_coef * entropy, aggregated by ``loss_agg_mode``."""
+    a = trainer.args
+    out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
+    mask = mb["completion_mask"]  # (B, T)
+    norm = loss_normalizer(a, n_tokens, n_rows)
+    pg_loss, stats = clipped_policy_loss(a, out["per_token_logps"], mb, mask, norm)
+    result: LossStats = {"losses/policy_loss": pg_loss.detach(), **{f"losses/{k}": v for k, v in stats.items()}}
+    loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, norm)
+    return loss, scale_stats(result, micro_batch_scale(norm, mask, a.loss_agg_mode))  # micro-batch means
 
 
 def train(args: Args) -> dict[str, float]:

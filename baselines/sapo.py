@@ -45,10 +45,11 @@ if __package__ in (None, ""):
 
 import torch
 
+from agentgym.rl.advantages import group_normalize
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
-from agentgym.rl.losses import add_kl_entropy, clipped_policy_loss
+from agentgym.rl.losses import add_kl_entropy, clipped_policy_loss, micro_batch_scale, scale_stats
 from agentgym.rl.trainer import Trainer
 
 #: Names of the two reserved tokens when they must be added to the tokenizer.
@@ -144,10 +145,8 @@ def sapo_turn_targets(
 
 
 def batch_normalize(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """``(x - mean) / (std + eps)`` over all turns of the batch (std unbiased; 0 std -> centred only)."""
-    if x.numel() < 2:
-        return x - x.mean()
-    return (x - x.mean()) / (x.std() + eps)
+    """``(x - mean) / (std + eps)`` over all turns of the batch as one group (std unbiased; one turn gets 0)."""
+    return group_normalize(x, [0] * x.numel(), singleton_mean_zero=False, eps=eps)
 
 
 def readout_corr(x: torch.Tensor, returns: torch.Tensor) -> float:
@@ -237,7 +236,7 @@ def sapo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
     l_v = _clipped_sq(v_new, mb["v_old"], mb["y_v"], clip).sum() / n_rows
     l_q = _clipped_sq(q_new, mb["q_old"], mb["y_q"], clip).sum() / n_rows
     loss = pg_loss + a.value_coef * l_v + a.q_coef * l_q
-    tok_scale = n_tokens / max(float(mask.sum()), 1.0)
+    tok_scale = micro_batch_scale(n_tokens, mask)
     row_scale = n_rows / max(float(mask.shape[0]), 1.0)
     result = {
         "losses/policy_loss": pg_loss.detach() * tok_scale,
@@ -247,10 +246,7 @@ def sapo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
         "losses/clipfrac": stats["clipfrac"],
     }
     loss = add_kl_entropy(a, loss, result, out, mb, mask, n_tokens)
-    for k in ("losses/kl_ref", "losses/entropy"):
-        if k in result:
-            result[k] = result[k] * tok_scale
-    return loss, result
+    return loss, scale_stats(result, tok_scale, ("losses/kl_ref", "losses/entropy"))
 
 
 def check_args(args: Args) -> None:

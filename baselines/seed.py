@@ -1,6 +1,7 @@
 """SEED: self-distillation of episode lessons into the policy (arXiv 2607.14777), on top of GRPO.
 
-What differs from GRPO (``baselines/grpo.py``; its advantages come from ``agentgym.rl.advantages``):
+What differs from GRPO (``baselines/grpo.py``; its group advantage and PPO-clip loss are written again below
+from the same primitives of ``agentgym.rl``, as baselines never import each other):
 
 * **lessons** -- after each episode the frozen previous policy (the weights that sampled it) reads its
   own transcript and answers a JSON-only analyser prompt with the paper's fields ``episode_summary`` (on
@@ -50,12 +51,22 @@ import torch
 from agentgym.agents.oracle import OracleAnalyser
 from agentgym.prompts.lesson import build_lesson_messages
 from agentgym.records import EpisodeSpec
-from agentgym.rl.advantages import group_advantages
-from agentgym.rl.batch import TurnBatch, build_batch
+from agentgym.rl.advantages import flat_group_fraction, group_normalize
+from agentgym.rl.batch import TurnBatch, broadcast_turn_values, build_batch
 from agentgym.rl.config import GroupArgs, parse_args
 from agentgym.rl.hooks import LessonWriter, chat_analyser, encode_chat
-from agentgym.rl.losses import add_kl_entropy, clipped_policy_loss, masked_sum
-from agentgym.rl.rollout import RolloutBatch, _fit_prompt
+from agentgym.rl.losses import (
+    LossStats,
+    add_kl_entropy,
+    clipped_policy_loss,
+    episode_returns,
+    masked_sum,
+    micro_batch_scale,
+    scale_stats,
+    sft_loss,
+)
+from agentgym.rl.rewards import step_row_scores
+from agentgym.rl.rollout import RolloutBatch, fit_prompt
 from agentgym.rl.toy import BareContextTemplate
 from agentgym.rl.trainer import Trainer
 
@@ -114,7 +125,28 @@ class Args(GroupArgs):
     """write every episode with its lesson to ``<run>/episodes.jsonl``"""
 
 
-# -- SEED's gated on-policy distillation ------------------------------------------------------------------
+# -- GRPO's advantage, SEED's gated on-policy distillation -----------------------------------------------------
+def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
+    """GRPO's group-normalised advantage (``baselines/grpo.py``) on every response token, unchanged."""
+    a = trainer.args
+    if a.episode_advantage not in ("rows", "episodes"):
+        raise ValueError(f"unknown episode_advantage {a.episode_advantage!r}: use 'rows' (verl-agent) or 'episodes'")
+    rets = episode_returns(batch)
+    returns = torch.tensor([rets.get(e, 0.0) for e in range(max(rets) + 1)])  # (N,) episodes, groups contiguous
+    if a.episode_advantage == "rows":  # R_episode - penalty(turn), statistics over the group's turn rows
+        scores = torch.tensor(step_row_scores(batch.meta, a.invalid_penalty))  # (B,)
+        per_turn = group_normalize(scores, [m["group"] for m in batch.meta], norm_by_std=a.norm_adv_by_std).tolist()
+    else:  # statistics over the group's G episode returns
+        groups = [e // a.group_size for e in range(len(returns))]
+        adv = group_normalize(returns, groups, norm_by_std=a.norm_adv_by_std, singleton_mean_zero=False)  # (N,)
+        per_turn = [float(adv[m["episode"]]) for m in batch.meta]
+    batch["advantages"] = broadcast_turn_values(per_turn, batch["completion_mask"])  # (B, T)
+    return {
+        "adv/mean_abs": float(torch.tensor(per_turn).abs().mean()),
+        "adv/groups_all_equal": float(flat_group_fraction(returns, a.group_size)),
+    }
+
+
 def seed_gate(teacher_per_token_logps: torch.Tensor, per_token_logps: torch.Tensor, gate_beta: float = 5.0):
     """g = sigma(beta * sg[l_skill - l_theta]) per token, ``(B, T)``, no gradient.
 
@@ -179,15 +211,14 @@ def seed_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
         **opd_stats,
     }
     loss = add_kl_entropy(a, loss, result, out, mb, mask, n_tokens)
-    scale = n_tokens / max(float(mask.sum()), 1.0)  # report per-micro-batch token means
-    for k in ("losses/policy_loss", "losses/opd_loss", "losses/kl_ref", "losses/entropy"):
-        if k in result:
-            result[k] = result[k] * scale
-    return loss, result
+    scale = micro_batch_scale(n_tokens, mask)  # report per-micro-batch token means
+    return loss, scale_stats(
+        result, scale, ("losses/policy_loss", "losses/opd_loss", "losses/kl_ref", "losses/entropy")
+    )
 
 
-def sft_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
-    """Token-mean NLL of the SFT stage.
+def sft_stage_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
+    """Token-mean NLL of the SFT stage (:func:`agentgym.rl.losses.sft_loss`) on the policy's forward.
 
     Under ``restrict_vocab`` (tiny-model runs) target ids outside the policy's vocabulary are left out: the
     training softmax has no such ids, so their log-prob is the -1e4 floor with no gradient, and counting them
@@ -199,8 +230,7 @@ def sft_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
         targets = mb["input_ids"][:, -per_token_logps.shape[1] :]  # (B, T) the response ids
         excluded = torch.tensor(trainer.exclude_ids, dtype=targets.dtype, device=targets.device)
         mask = mask * (~torch.isin(targets, excluded)).to(mask.dtype)  # (B, T)
-    loss = -masked_sum(per_token_logps, mask) / n_tokens
-    return loss, {"losses/sft_loss": loss.detach() * n_tokens / max(float(mask.sum()), 1.0)}
+    return sft_loss(per_token_logps, mask, n_tokens)
 
 
 class SeedTrainer(Trainer):
@@ -307,7 +337,7 @@ class SeedTrainer(Trainer):
         for t in rb.turns:
             lesson = rb.episodes[t.episode].extras.get("lesson")
             if lesson:
-                _, ids, _ = _fit_prompt(
+                _, ids, _ = fit_prompt(
                     self.template, self.tokenizer, t.inp, a.history_length, a.max_prompt_tokens, {"lesson": lesson}
                 )
             else:
@@ -411,7 +441,7 @@ class SeedTrainer(Trainer):
                 for epoch in range(a.sft_epochs):
                     stats.update(
                         self.update(
-                            batch, sft_loss, iteration=1_000_000 + epoch, mini_batch_size=a.sft_mini_batch_size
+                            batch, sft_stage_loss, iteration=1_000_000 + epoch, mini_batch_size=a.sft_mini_batch_size
                         )
                     )
             finally:
@@ -483,7 +513,7 @@ class SeedTrainer(Trainer):
         return metrics
 
     def fit(self, advantage_fn=None, loss_fn=None) -> dict[str, float]:
-        return super().fit(advantage_fn or group_advantages, loss_fn or seed_loss)
+        return super().fit(advantage_fn or compute_advantages, loss_fn or seed_loss)
 
 
 def train(args: Args) -> dict[str, float]:

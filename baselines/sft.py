@@ -41,8 +41,8 @@ from agentgym.rl.batch import TurnBatch, build_batch
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
 from agentgym.rl.logprobs import forward_completion
-from agentgym.rl.losses import masked_sum
-from agentgym.rl.rollout import _fit_prompt
+from agentgym.rl.losses import LossStats, sft_loss
+from agentgym.rl.rollout import fit_prompt
 from agentgym.rl.runinfo import RunInfo
 from agentgym.rl.trainer import Trainer
 
@@ -219,7 +219,7 @@ def sft_rows(
             text = step_target(ep, t, args.expert_think, template)
             if text is None:
                 continue
-            _, ids, _ = _fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, {})
+            _, ids, _ = fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, {})
             prompts.append(ids)
             # the turn ends with EOS (ChatML's <|im_end|>): the model learns to stop after its answer, which
             # ends generation there instead of at max_new_tokens (templates without a stop string)
@@ -318,7 +318,7 @@ def analysis_rows(
                 text = step_target(expert, t, args.expert_think, template)
                 if text is None or n_context >= args.context_rows:
                     continue
-                _, ids, _ = _fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, context)
+                _, ids, _ = fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, context)
                 prompts.append(ids)
                 targets.append(list(tokenizer(text + eos, add_special_tokens=False)["input_ids"]))
                 n_context += 1
@@ -423,8 +423,8 @@ def load_data(trainer: Trainer, args: Args) -> list[Episode]:
 
 
 # -- loss -----------------------------------------------------------------------------------------------
-def sft_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
-    """Token-mean NLL of the target tokens: ``-sum(completion_mask * per_token_logps) / n_tokens``.
+def nll_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
+    """Token-mean NLL of the target tokens (:func:`agentgym.rl.losses.sft_loss`), the trainer's loss function.
 
     Log-probs at temperature 1 (the trainer's sampling temperature plays no part in a likelihood).
     """
@@ -437,11 +437,7 @@ def sft_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
             temperature=1.0,
             chunk_size=trainer.args.logprob_chunk_size,
         )
-    per_token_logps = out["per_token_logps"]  # (B, T)
-    mask = mb["completion_mask"]  # (B, T), 1 on target tokens only
-    loss = -masked_sum(per_token_logps, mask) / n_tokens
-    # reported as this micro-batch's token mean (Trainer.update averages it weighted by tokens)
-    return loss, {"losses/sft_loss": loss.detach() * n_tokens / max(float(mask.sum()), 1.0)}
+    return sft_loss(out["per_token_logps"], mb["completion_mask"], n_tokens)  # mask: 1 on target tokens only
 
 
 @torch.no_grad()
@@ -454,7 +450,7 @@ def mean_nll(trainer: Trainer, batch: TurnBatch) -> float:
     for s in range(0, len(batch), mbs):
         mb = batch.select(list(range(s, min(len(batch), s + mbs)))).to(trainer.device)
         n = float(mb["completion_mask"].sum())
-        total += float(sft_loss(trainer, mb, max(n, 1.0), 0.0)[0]) * n
+        total += float(nll_loss(trainer, mb, max(n, 1.0), 0.0)[0]) * n
         tokens += n
     if was_training:
         trainer.model.train()
@@ -564,7 +560,7 @@ def train(args: Args) -> dict[str, float]:
     while trainer.iteration < args.total_iterations:
         it = trainer.iteration
         t0 = time.perf_counter()
-        stats = trainer.update(batch, sft_loss, iteration=it)
+        stats = trainer.update(batch, nll_loss, iteration=it)
         elapsed = time.perf_counter() - t0
         metrics = {
             **data_stats,

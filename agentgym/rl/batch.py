@@ -127,6 +127,28 @@ def build_batch(
     return TurnBatch(tensors, list(meta) if meta is not None else [{} for _ in range(B)])
 
 
+def turn_meta(turn: Any, reward: float, **extra: Any) -> dict[str, Any]:
+    """The metadata row of a rollout turn (``agentgym.rl.rollout.Turn``) that rides in ``TurnBatch.meta``.
+
+    Args:
+        turn: the turn (its ``group``, ``episode``, ``t``, done flags, validity and observation are copied).
+        reward: its shaped training reward.
+        extra: further keys, or overrides (ERL regroups its second attempts by task: ``group=...``).
+    """
+    return {
+        "group": turn.group,
+        "episode": turn.episode,
+        "t": turn.t,
+        "reward": reward,
+        "done": turn.done,
+        "terminated": turn.terminated,
+        "truncated": turn.truncated,
+        "valid": bool(turn.format_valid and turn.is_action_valid),
+        "observation": turn.observation,
+        **extra,
+    }
+
+
 def broadcast_turn_values(values: Sequence[float], completion_mask: torch.Tensor) -> torch.Tensor:
     """``(B, T)`` tensor holding each row's scalar on its response tokens (0 elsewhere)."""
     v = torch.as_tensor(list(values), dtype=torch.float32, device=completion_mask.device)

@@ -5,15 +5,16 @@ Names follow TRL (``per_token_logps``, ``old_per_token_logps``, ``ref_per_token_
 aggregation is verl's ``loss_agg_mode`` (:func:`agg_loss`; token mean by default) over the whole (micro-)batch
 unless a caller passes its own normaliser.
 
-The pieces every policy-gradient baseline combines live here so that no baseline imports another:
-:func:`clipped_policy_loss` (PPO-clip on a mini-batch's advantages), :func:`add_kl_entropy` (the KL and
-entropy terms), :func:`episode_returns` and :func:`policy_loss` (GRPO's actor loss, which PPO, RLOO and
-GiGPO use unchanged).
+These are primitives: each baseline writes its own loss from them (``baselines/grpo.py`` term by term), so
+that no baseline imports another. :func:`clipped_policy_loss` and :func:`add_kl_entropy` read their
+coefficients from a config (``epsilon_low/high``, ``clip_ratio_c``, ``beta``, ``entropy_coef``,
+``loss_agg_mode``); :func:`micro_batch_scale` turns a piece normalised by the mini-batch's count back into this
+micro-batch's own mean for reporting; :func:`sft_loss` is the token-mean NLL of supervised stages.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any
 
 import torch
 
@@ -22,15 +23,6 @@ from agentgym.rl.config import Args
 
 #: Loss statistics by metric key (detached scalars), as a :data:`~agentgym.rl.trainer.LossFn` returns them.
 LossStats = dict[str, torch.Tensor]
-
-
-class Policy(Protocol):
-    """What a loss function needs of the :class:`~agentgym.rl.trainer.Trainer` (no import of it: no cycle)."""
-
-    args: Any
-
-    def forward(self, mb: TurnBatch, *, want_entropy: bool = False, readout: bool = False, model: Any = None) -> Any:
-        """Per-token log-probs (``per_token_logps``, and ``entropy`` / ``readout`` when asked) on ``mb``."""
 
 
 def masked_sum(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -262,27 +254,38 @@ def add_kl_entropy(
     return loss
 
 
-def policy_loss(trainer: Policy, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
-    """GRPO's actor loss: PPO-clip + beta * low_var_kl - entropy_coef * entropy, token means over the mini-batch."""
-    a = trainer.args
-    out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
-    per_token_logps = out["per_token_logps"]  # (B, T)
-    mask = mb["completion_mask"]
-    norm = loss_normalizer(a, n_tokens, n_rows)
-    pg_loss, stats = clipped_policy_loss(a, per_token_logps, mb, mask, norm)
-    result: LossStats = {
-        "losses/policy_loss": pg_loss.detach(),
-        "losses/approx_kl": stats["approx_kl"],
-        "losses/clipfrac": stats["clipfrac"],
-    }
-    if "clipfrac_lower" in stats:
-        result["losses/clipfrac_lower"] = stats["clipfrac_lower"]
-    loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, norm)
-    # stats are reported per micro-batch mean; rescale the summed pieces back to that scale
-    token_mean = getattr(a, "loss_agg_mode", "token-mean") == "token-mean"
-    own = float(mask.sum()) if token_mean else float((mask.sum(-1) > 0).sum())
-    scale = norm / max(own, 1.0)
-    for k in ("losses/policy_loss", "losses/kl_ref", "losses/entropy"):
-        if k in result:
-            result[k] = result[k] * scale
-    return loss, result
+def micro_batch_scale(normalizer: float, completion_mask: torch.Tensor, loss_agg_mode: str = "token-mean") -> float:
+    """The factor that turns a loss piece divided by ``normalizer`` into this micro-batch's own mean.
+
+    A piece aggregated with the whole mini-batch's count (so that micro-batch losses add up) is reported as the
+    micro-batch's token mean (``token-mean``) or row mean (the ``seq-mean-*`` modes: rows with a response token).
+    """
+    mask = completion_mask
+    own = float(mask.sum()) if loss_agg_mode == "token-mean" else float((mask.sum(-1) > 0).sum())
+    return normalizer / max(own, 1.0)
+
+
+def sft_loss(
+    per_token_logps: torch.Tensor, completion_mask: torch.Tensor, normalizer: float
+) -> tuple[torch.Tensor, LossStats]:
+    """Token-mean NLL of the target tokens: ``-sum(completion_mask * per_token_logps) / normalizer``.
+
+    Args:
+        per_token_logps: ``(B, T)`` log-probs of the target tokens.
+        completion_mask: ``(B, T)`` 1 on the tokens that count.
+        normalizer: the mini-batch's token count (gradient accumulation sums the micro-batch losses).
+
+    Returns:
+        ``(loss, stats)``; ``losses/sft_loss`` is reported as this micro-batch's own token mean.
+    """
+    loss = -masked_sum(per_token_logps, completion_mask) / normalizer
+    return loss, {"losses/sft_loss": loss.detach() * normalizer / max(float(completion_mask.sum()), 1.0)}
+
+
+#: The loss pieces a policy-gradient loss reports rescaled to its micro-batch's own mean.
+SCALED_STATS = ("losses/policy_loss", "losses/kl_ref", "losses/entropy")
+
+
+def scale_stats(stats: LossStats, scale: float, keys: tuple[str, ...] = SCALED_STATS) -> LossStats:
+    """``stats`` with the entries named in ``keys`` multiplied by ``scale`` (:func:`micro_batch_scale`)."""
+    return {k: v * scale if k in keys else v for k, v in stats.items()}

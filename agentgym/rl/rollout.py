@@ -125,7 +125,7 @@ class RolloutBatch:
         return sum(1 for t in self.turns if not (t.is_action_valid and t.format_valid)) / len(self.turns)
 
 
-def _fit_prompt(
+def fit_prompt(
     template: PromptTemplate,
     tokenizer: Any,
     inp: AgentInput,

@@ -2,8 +2,8 @@
 
 Methods that change more than those (ERL's reflect-and-retry, SEED's lesson teacher and SFT stage) override
 the hooks of :meth:`Trainer.train_iteration` -- ``before_iteration``, ``collect``, ``training_batch``,
-``score_batch``, ``iteration_metrics`` -- never the iteration itself. Loss pieces shared by several baselines
-are in :mod:`agentgym.rl.losses`, GRPO's group advantages in :mod:`agentgym.rl.advantages`.
+``score_batch``, ``iteration_metrics`` -- never the iteration itself. The primitives the baselines build their
+advantages and losses from are in :mod:`agentgym.rl.advantages` and :mod:`agentgym.rl.losses`.
 
 One iteration (verl-agent's order):
 
@@ -38,7 +38,7 @@ import torch
 
 from agentgym.models.loading import cpu_has_native_bf16, resolve_dtype
 from agentgym.records import EpisodeSpec
-from agentgym.rl.batch import TurnBatch, build_batch
+from agentgym.rl.batch import TurnBatch, build_batch, turn_meta
 from agentgym.rl.checkpoint import latest_checkpoint, load_checkpoint, load_model_weights, save_checkpoint
 from agentgym.rl.config import Args, to_dict
 from agentgym.rl.distributed import (
@@ -434,19 +434,7 @@ class Trainer:
             penalty_on=a.invalid_penalty_on,
         )
         meta = [
-            {
-                "group": t.group,
-                "episode": t.episode,
-                "t": t.t,
-                "reward": r,
-                "env_reward": t.reward,
-                "done": t.done,
-                "terminated": t.terminated,
-                "truncated": t.truncated,
-                "valid": bool(t.format_valid and t.is_action_valid),
-                "penalty": a.invalid_penalty * penalised(t, a.invalid_penalty_on),
-                "observation": t.observation,
-            }
+            turn_meta(t, r, env_reward=t.reward, penalty=a.invalid_penalty * penalised(t, a.invalid_penalty_on))
             for t, r in zip(rb.turns, rewards)
         ]
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id

@@ -13,7 +13,7 @@ from agentgym.episodes import JsonlWriter, read_episodes
 from agentgym.prompts import TEMPLATES
 from agentgym.records import seed_specs
 from agentgym.rl.batch import build_batch
-from agentgym.rl.rollout import collect_rollouts
+from agentgym.rl.rollout import collect_rollouts, fit_prompt
 from agentgym.rl.trainer import Trainer, param_vector
 from baselines import grpo, sft
 
@@ -71,7 +71,7 @@ def test_rows_are_the_prompts_the_rollout_engine_builds(tmp_path):
         rebuilt = list(sft.episode_inputs(ep))
         assert len(rebuilt) == len(turns) == len(ep.steps)
         for (inp, t), turn in zip(rebuilt, turns):
-            _, ids, _ = sft._fit_prompt(trainer.template, trainer.tokenizer, inp, args.history_length, 2048, {})
+            _, ids, _ = fit_prompt(trainer.template, trainer.tokenizer, inp, args.history_length, 2048, {})
             assert ids == turn.prompt_ids, f"episode {e} turn {t}: the SFT prompt differs from the rollout's"
             compared += 1
     assert compared >= 3 * 2  # random tiny-model actions are mostly invalid: episodes run several turns

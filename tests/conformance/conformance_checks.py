@@ -16,10 +16,11 @@ from typing import Any
 
 import torch
 
-from agentgym.rl.advantages import row_advantages
-from agentgym.rl.losses import clipped_value_loss, loss_counts, policy_loss
+from agentgym.rl.advantages import group_normalize
+from agentgym.rl.losses import clipped_value_loss, loss_counts
 from agentgym.rl.rewards import step_row_scores
 from baselines.gigpo import gigpo_advantages, step_returns
+from baselines.grpo import policy_loss
 from baselines.rloo import rloo_row_advantages
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -87,15 +88,15 @@ def our_advantages(fx: dict[str, Any], *, step_return: str = "verl-agent") -> di
     for mode in ("mean_std_norm", "mean_norm"):
         joint, _, _ = gigpo_advantages(scores, steps, groups, [m["observation"] for m in meta], mode=mode)
         out[f"gigpo_{mode}"] = joint
-    out["grpo_std_True"] = row_advantages(scores, groups, norm_by_std=True)
-    out["grpo_std_False"] = row_advantages(scores, groups, norm_by_std=False)
+    out["grpo_std_True"] = group_normalize(scores, groups, norm_by_std=True)
+    out["grpo_std_False"] = group_normalize(scores, groups, norm_by_std=False)
     out["rloo"] = rloo_row_advantages(scores, groups)
     return out
 
 
 # -- losses over micro-batches -------------------------------------------------------------------------------
 class StandIn:
-    """What :func:`agentgym.rl.losses.policy_loss` needs of a trainer: ``args`` and a forward whose outputs are
+    """What :func:`baselines.grpo.policy_loss` needs of a trainer: ``args`` and a forward whose outputs are
     rows of leaf tensors, so the gradients land on the log-probs and entropies themselves."""
 
     def __init__(self, args: Any, logp: torch.Tensor, entropy: torch.Tensor) -> None:
@@ -186,24 +187,24 @@ def verl_agent_checks(commit: str) -> list[Check]:
               max_diff(per_token(ours["gigpo_mean_std_norm"], mask), exp["advantages"]["gigpo_mean_std_norm"])),
         Check("GiGPO advantage, w/o std", "baselines.gigpo.gigpo_advantages", ref,
               max_diff(per_token(ours["gigpo_mean_norm"], mask), exp["advantages"]["gigpo_mean_norm"])),
-        Check("GRPO row advantage, w/ std", "agentgym.rl.advantages.row_advantages", ref,
+        Check("GRPO row advantage, w/ std", "agentgym.rl.advantages.group_normalize", ref,
               max_diff(per_token(ours["grpo_std_True"], mask), exp["advantages"]["grpo_std_True"])),
         Check("RLOO row advantage", "baselines.rloo.rloo_row_advantages", ref,
               max_diff(per_token(ours["rloo"], mask), exp["advantages"]["rloo"])),
     ]  # fmt: skip
     if "grpo_std_False" in exp["advantages"]:
-        out.append(Check("GRPO row advantage, w/o std", "agentgym.rl.advantages.row_advantages", ref,
+        out.append(Check("GRPO row advantage, w/o std", "agentgym.rl.advantages.group_normalize", ref,
                          max_diff(per_token(ours["grpo_std_False"], mask), exp["advantages"]["grpo_std_False"])))  # fmt: skip
     micro = fx["settings"]["micro_batch_rows"]
     for mode, e in exp["losses"].items():
         got = our_losses(t, reference_args(fx, mode), micro)
         tag = f"{mode}, per micro-batch"
         out += [
-            Check(f"actor loss (PPO-clip + k3 KL + entropy), {tag}", "agentgym.rl.losses.policy_loss", ref,
+            Check(f"actor loss (PPO-clip + k3 KL + entropy), {tag}", "baselines.grpo.policy_loss", ref,
                   abs(got["actor_loss"] - e["actor_loss"])),
-            Check(f"actor loss gradient wrt log-probs, {tag}", "agentgym.rl.losses.policy_loss", ref,
+            Check(f"actor loss gradient wrt log-probs, {tag}", "baselines.grpo.policy_loss", ref,
                   max_diff(got["grad_log_prob"], e["grad_log_prob"])),
-            Check(f"actor loss gradient wrt entropy, {tag}", "agentgym.rl.losses.policy_loss", ref,
+            Check(f"actor loss gradient wrt entropy, {tag}", "baselines.grpo.policy_loss", ref,
                   max_diff(got["grad_entropy"], e["grad_entropy"])),
             Check(f"value loss, {tag}", "agentgym.rl.losses.clipped_value_loss", ref,
                   abs(got["value_loss"] - e["value_loss"])),
@@ -284,8 +285,8 @@ def verl_checks() -> list[Check]:
     out: list[Check] = []
     for std in (True, False):
         a, _ = core.compute_grpo_outcome_advantage(tlr, mask, index, norm_adv_by_std_in_grpo=std)
-        ours = per_token(row_advantages(scores, groups, norm_by_std=std), mask)
-        out.append(Check(f"GRPO advantage, {'w/' if std else 'w/o'} std", "agentgym.rl.advantages.row_advantages",
+        ours = per_token(group_normalize(scores, groups, norm_by_std=std), mask)
+        out.append(Check(f"GRPO advantage, {'w/' if std else 'w/o'} std", "agentgym.rl.advantages.group_normalize",
                          ref, max_diff(ours, a)))  # fmt: skip
     a, _ = core.compute_rloo_outcome_advantage(tlr, mask, index)
     out.append(Check("RLOO advantage", "baselines.rloo.rloo_row_advantages", ref,
