@@ -20,7 +20,9 @@ The joint advantage of a turn is
   (f974dc5 and d0b9724). ``step_return="penalised"`` (ours, the default): the discounted sum of the
   *penalised* turn rewards, so a later invalid turn lowers every earlier turn's return.
 
-Actor loss as GRPO's (``baselines/grpo.py``: PPO-clip, KL, entropy), written below from the same primitives. Run: ``python baselines/gigpo.py --config baselines/configs/gigpo_std_alfworld_qwen2.5-1.5b.yaml``
+Actor loss as GRPO's (``baselines/grpo.py``: PPO-clip, KL, entropy), ``agentgym.rl.losses.actor_loss``.
+
+Run: ``python baselines/gigpo.py --config baselines/configs/gigpo_std_alfworld_qwen2.5-1.5b.yaml``
 """
 
 from __future__ import annotations
@@ -38,15 +40,7 @@ from agentgym.rl.advantages import group_normalize
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
-from agentgym.rl.losses import (
-    LossStats,
-    add_kl_entropy,
-    clipped_policy_loss,
-    episode_returns,
-    loss_normalizer,
-    micro_batch_scale,
-    scale_stats,
-)
+from agentgym.rl.losses import actor_loss, episode_returns
 from agentgym.rl.rewards import step_row_scores, turn_penalties
 from agentgym.rl.trainer import Trainer
 
@@ -173,21 +167,9 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     }
 
 
-def policy_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
-    """GRPO's actor loss: PPO-clip + beta * k3 KL - entropy_coef * entropy, aggregated by ``loss_agg_mode``."""
-    a = trainer.args
-    out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
-    mask = mb["completion_mask"]  # (B, T)
-    norm = loss_normalizer(a, n_tokens, n_rows)
-    pg_loss, stats = clipped_policy_loss(a, out["per_token_logps"], mb, mask, norm)
-    result: LossStats = {"losses/policy_loss": pg_loss.detach(), **{f"losses/{k}": v for k, v in stats.items()}}
-    loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, norm)
-    return loss, scale_stats(result, micro_batch_scale(norm, mask, a.loss_agg_mode))  # micro-batch means
-
-
 def train(args: Args) -> dict[str, float]:
     """Train with GiGPO; returns the last iteration's metrics."""
-    return Trainer(args, algo=f"gigpo-{args.mode}").fit(compute_advantages, policy_loss)
+    return Trainer(args, algo=f"gigpo-{args.mode}").fit(compute_advantages, actor_loss)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

@@ -16,7 +16,7 @@ run one of two ways (``gae``):
   shaped reward of each turn on its last token; V past the episode's last token = 0.
 
 Returns ``A + V`` are the critic's targets; advantages are whitened over the batch (verl ``masked_whiten``).
-Loss: PPO-clip actor loss (GRPO's, ``baselines/grpo.py``, written below from the same primitives) + the clipped value loss ``0.5 max((V - y)^2, (clip(V, V_old +- c) - y)^2)``
+Loss: PPO-clip actor loss (GRPO's, ``baselines/grpo.py``; ``agentgym.rl.losses.actor_loss``) + the clipped value loss ``0.5 max((V - y)^2, (clip(V, V_old +- c) - y)^2)``
 with c = ``value_clip`` (verl default 0.5).
 
 Run: ``python baselines/ppo.py --config baselines/configs/ppo_alfworld_qwen2.5-1.5b.yaml``
@@ -37,15 +37,7 @@ from agentgym.rl.batch import TurnBatch, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
 from agentgym.rl.distributed import DistInfo, sum_over_ranks
-from agentgym.rl.losses import (
-    LossStats,
-    add_kl_entropy,
-    clipped_policy_loss,
-    clipped_value_loss,
-    loss_normalizer,
-    micro_batch_scale,
-    scale_stats,
-)
+from agentgym.rl.losses import LossStats, actor_loss, clipped_value_loss, loss_normalizer
 from agentgym.rl.rewards import turn_penalties
 from agentgym.rl.trainer import Trainer
 
@@ -180,13 +172,8 @@ def ppo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) ->
     Both aggregated by ``loss_agg_mode`` over the mini-batch (token means by default).
     """
     a = trainer.args
-    out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
+    loss, stats = actor_loss(trainer, mb, n_tokens, n_rows)
     mask = mb["completion_mask"]  # (B, T)
-    norm = loss_normalizer(a, n_tokens, n_rows)
-    pg_loss, pg_stats = clipped_policy_loss(a, out["per_token_logps"], mb, mask, norm)
-    stats: LossStats = {"losses/policy_loss": pg_loss.detach(), **{f"losses/{k}": v for k, v in pg_stats.items()}}
-    loss = add_kl_entropy(a, pg_loss, stats, out, mb, mask, norm)
-    stats = scale_stats(stats, micro_batch_scale(norm, mask, a.loss_agg_mode))  # micro-batch means
     values = trainer.critic_values(mb)  # (B, T)
     v_loss, v_clipfrac = clipped_value_loss(
         values,
@@ -194,7 +181,7 @@ def ppo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) ->
         mb["returns"],
         mask,
         clip=a.value_clip,
-        normalizer=norm,
+        normalizer=loss_normalizer(a, n_tokens, n_rows),
         factor=a.value_loss_factor,
         loss_agg_mode=a.loss_agg_mode,
     )

@@ -10,8 +10,8 @@ default of the table's scripts), the default ``episode_advantage="rows"`` applie
 is scored episode reward - 0.1 * invalid(turn) (as GRPO) and the baseline is the mean of the other rows of
 its group, ``A_row = n/(n-1) * (s_row - mean_rows)`` with ``n`` the group's row count, copied to the row's
 tokens. ``episode_advantage="episodes"`` is the formula above on summed episode returns, copied to every
-turn of the episode. Actor loss as GRPO's (``baselines/grpo.py``; PPO-clip, KL, entropy), written below from the
-same primitives.
+turn of the episode. Actor loss as GRPO's (``baselines/grpo.py``; PPO-clip, KL, entropy),
+``agentgym.rl.losses.actor_loss``.
 
 Run: ``python baselines/rloo.py --config baselines/configs/rloo_alfworld_qwen2.5-1.5b.yaml``
 """
@@ -31,15 +31,7 @@ from agentgym.rl.advantages import group_members
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
-from agentgym.rl.losses import (
-    LossStats,
-    add_kl_entropy,
-    clipped_policy_loss,
-    episode_returns,
-    loss_normalizer,
-    micro_batch_scale,
-    scale_stats,
-)
+from agentgym.rl.losses import actor_loss, episode_returns
 from agentgym.rl.rewards import step_row_scores
 from agentgym.rl.trainer import Trainer
 
@@ -101,21 +93,9 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     return {"adv/mean_abs": float(torch.tensor(per_turn).abs().mean())}
 
 
-def policy_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
-    """GRPO's actor loss: PPO-clip + beta * k3 KL - entropy_coef * entropy, aggregated by ``loss_agg_mode``."""
-    a = trainer.args
-    out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
-    mask = mb["completion_mask"]  # (B, T)
-    norm = loss_normalizer(a, n_tokens, n_rows)
-    pg_loss, stats = clipped_policy_loss(a, out["per_token_logps"], mb, mask, norm)
-    result: LossStats = {"losses/policy_loss": pg_loss.detach(), **{f"losses/{k}": v for k, v in stats.items()}}
-    loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, norm)
-    return loss, scale_stats(result, micro_batch_scale(norm, mask, a.loss_agg_mode))  # micro-batch means
-
-
 def train(args: Args) -> dict[str, float]:
     """Train with RLOO; returns the last iteration's metrics."""
-    return Trainer(args, algo="rloo").fit(compute_advantages, policy_loss)
+    return Trainer(args, algo="rloo").fit(compute_advantages, actor_loss)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

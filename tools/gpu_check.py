@@ -125,7 +125,9 @@ def run_one(algo: str, opts: argparse.Namespace, out_dir: Path) -> dict[str, flo
         kw["use_critic"] = True
     if algo == "sapo":
         kw["reserved_tokens"] = [module.W_PLUS, module.W_MINUS]
-    loss = {"ppo": "ppo_loss", "sapo": "sapo_loss"}.get(algo, "policy_loss")
+    loss = {"ppo": "ppo_loss", "sapo": "sapo_loss", "rloo": "actor_loss", "gigpo": "actor_loss"}.get(
+        algo, "policy_loss"
+    )
     if opts.device.startswith("cuda"):
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()

@@ -108,3 +108,65 @@ def test_validation_logs_the_headline_split_and_each_extra_split(tmp_path):
         [{"split": "valid_seen", "index": i} for i in range(3)],
         [{"split": "valid_unseen", "index": i} for i in range(3)],
     ]
+
+
+class _StandIn:
+    """A trainer for the loss functions: ``args`` and a forward of leaf tensors (the gradients land on them)."""
+
+    def __init__(self, args, logp, entropy):
+        self.args, self.logp, self.entropy = args, logp, entropy
+
+    def forward(self, mb, *, want_entropy=False, **_):
+        return {"per_token_logps": self.logp, "entropy": self.entropy}
+
+    def critic_values(self, mb):
+        return mb["values"] * 1.5
+
+
+@pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum"])
+def test_grpos_loss_is_the_shared_actor_loss(mode):
+    """GRPO writes out the actor loss that RLOO, GiGPO and PPO's actor train with (``actor_loss``): bit for bit."""
+    from types import SimpleNamespace
+
+    from agentgym.rl.losses import actor_loss
+    from baselines import ppo
+
+    gen = torch.Generator().manual_seed(0)
+    B, T = 4, 5
+    mask = torch.ones(B, T)
+    mask[1, 3:] = 0
+    mb = {
+        "completion_mask": mask,
+        "old_per_token_logps": -torch.rand(B, T, generator=gen),
+        "ref_per_token_logps": -torch.rand(B, T, generator=gen),
+        "advantages": torch.randn(B, T, generator=gen),
+        "values": torch.randn(B, T, generator=gen),
+        "returns": torch.randn(B, T, generator=gen),
+    }
+    args = SimpleNamespace(
+        epsilon_low=0.2, epsilon_high=0.28, clip_ratio_c=3.0, beta=0.01, entropy_coef=0.001, loss_agg_mode=mode
+    )
+    ppo_args = SimpleNamespace(**vars(args), value_clip=0.5, value_loss_factor=0.5, vf_coef=0.0)
+    logp0, ent0 = -torch.rand(B, T, generator=gen), torch.rand(B, T, generator=gen)
+
+    def run(loss_fn, a):
+        logp, ent = logp0.clone().requires_grad_(True), ent0.clone().requires_grad_(True)
+        loss, stats = loss_fn(_StandIn(a, logp, ent), mb, 17.0, 4.0)
+        loss.backward()
+        return loss.detach(), logp.grad, ent.grad, stats
+
+    ref = run(grpo.policy_loss, args)
+    for loss_fn, a in ((actor_loss, args), (ppo.ppo_loss, ppo_args)):
+        got = run(loss_fn, a)
+        assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1]) and torch.equal(got[2], ref[2])
+        assert all(torch.equal(got[3][k], v) for k, v in ref[3].items())
+
+
+@pytest.mark.parametrize("episode_advantage", ["rows", "episodes"])
+def test_seed_uses_grpos_advantage(episode_advantage):
+    from baselines import seed
+
+    trainer = _trainer(episode_advantage=episode_advantage)
+    ours, theirs = _batch(GROUP_META), _batch(GROUP_META)
+    assert seed.compute_advantages(trainer, ours) == grpo.compute_advantages(trainer, theirs)
+    assert torch.equal(ours["advantages"], theirs["advantages"])

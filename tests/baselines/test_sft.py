@@ -156,7 +156,7 @@ def test_sft_loss_is_the_nll_of_the_target_tokens_only(tmp_path):
         masked = batch["input_ids"][i, -T:][batch["completion_mask"][i].bool()].tolist()
         assert masked == tgt
     n_tokens = float(batch["completion_mask"].sum())
-    loss, stats = sft.sft_loss(trainer, batch, n_tokens, float(len(batch)))
+    loss, stats = sft.nll_loss(trainer, batch, n_tokens, float(len(batch)))
 
     # by hand: each row unpadded, log-softmax of the next-token logits
     model = trainer.model
@@ -179,7 +179,7 @@ def test_sft_loss_is_the_nll_of_the_target_tokens_only(tmp_path):
     # a changed target token changes the loss (the targets are what is scored)
     changed = [r[:-1] + [(r[-1] + 1) % len(trainer.tokenizer)] for r in targets]
     other = build_batch(prompts, changed, pad_id=int(trainer.tokenizer.pad_token_id))
-    assert float(sft.sft_loss(trainer, other, n_tokens, 3.0)[0]) != pytest.approx(float(loss), rel=1e-6)
+    assert float(sft.nll_loss(trainer, other, n_tokens, 3.0)[0]) != pytest.approx(float(loss), rel=1e-6)
 
 
 @pytest.fixture(scope="module")
