@@ -36,7 +36,7 @@ if __package__ in (None, ""):
 
 import torch
 
-from agentgym.rl.advantages import group_normalize
+from agentgym.rl.advantages import group_normalize, normalize_contiguous_groups
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
@@ -152,10 +152,7 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     )
     if mode == "episodes":  # statistics over the G episodes, not over rows
         returns = torch.tensor([rets.get(e, 0.0) for e in range(max(rets) + 1)])
-        episode_group = [e // a.group_size for e in range(len(returns))]
-        a_ep_epi = group_normalize(
-            returns, episode_group, norm_by_std=a.mode == "mean_std_norm", singleton_mean_zero=False
-        )
+        a_ep_epi = normalize_contiguous_groups(returns, a.group_size, norm_by_std=a.mode == "mean_std_norm")
         a_ep = torch.tensor([float(a_ep_epi[m["episode"]]) for m in batch.meta])
         joint = a_ep + a.step_advantage_w * a_step
     batch["advantages"] = broadcast_turn_values(joint.tolist(), batch["completion_mask"])  # (B, T)

@@ -36,7 +36,7 @@ if __package__ in (None, ""):  # `python baselines/grpo.py`: make the checkout i
 
 import torch
 
-from agentgym.rl.advantages import flat_group_fraction, group_normalize
+from agentgym.rl.advantages import flat_group_fraction, group_normalize, normalize_contiguous_groups
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values
 from agentgym.rl.config import GroupArgs, parse_args
 from agentgym.rl.losses import (
@@ -78,8 +78,7 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
         groups = [m["group"] for m in batch.meta]
         per_turn = group_normalize(scores, groups, norm_by_std=a.norm_adv_by_std).tolist()
     else:  # statistics over the group's G episode returns
-        groups = [e // a.group_size for e in range(len(returns))]
-        adv = group_normalize(returns, groups, norm_by_std=a.norm_adv_by_std, singleton_mean_zero=False)  # (N,)
+        adv = normalize_contiguous_groups(returns, a.group_size, norm_by_std=a.norm_adv_by_std)  # (N,)
         per_turn = [float(adv[m["episode"]]) for m in batch.meta]
     batch["advantages"] = broadcast_turn_values(per_turn, batch["completion_mask"])  # (B, T)
     return {

@@ -54,6 +54,30 @@ def group_normalize(
     return out
 
 
+def normalize_contiguous_groups(
+    values: torch.Tensor, group_size: int, *, norm_by_std: bool = True, eps: float = 1e-6
+) -> torch.Tensor:
+    """:func:`group_normalize` of rows laid out in contiguous groups of ``group_size`` (a task's G episodes).
+
+    Computed on the ``(groups, G)`` view in one batched reduction, as verl's ``compute_grpo_outcome_advantage``;
+    the batched sums can round differently in the last bit from :func:`group_normalize`'s group-by-group ones,
+    so the episode-level advantages keep this form. A group of one gets 0 (its own mean).
+
+    Args:
+        values: ``(N,)`` with ``N = groups x group_size``.
+
+    Returns:
+        ``(N,)`` ``(v - mean_G) / (std_G + eps)`` (std unbiased), or ``v - mean_G`` without ``norm_by_std``.
+    """
+    r = values.view(-1, group_size)  # (groups, G)
+    mean = r.mean(dim=1, keepdim=True)
+    adv = r - mean
+    if norm_by_std:
+        std = r.std(dim=1, keepdim=True) if group_size > 1 else torch.ones_like(mean)
+        adv = adv / (std + eps)
+    return adv.view(-1)
+
+
 def flat_group_fraction(returns: torch.Tensor, group_size: int) -> float:
     """Fraction of groups whose returns are all equal (their advantages are all 0: nothing to learn).
 

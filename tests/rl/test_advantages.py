@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agentgym.rl.advantages import flat_group_fraction, group_members, group_normalize
+from agentgym.rl.advantages import flat_group_fraction, group_members, group_normalize, normalize_contiguous_groups
 
 # verl-agent row scores of one task group: episode reward (10 / 0) minus each turn's own penalty
 GROUP_ROW_SCORES = [9.9, 10.0, 10.0, 0.0, -0.1]
@@ -34,26 +34,27 @@ def test_group_normalize_singleton_of_its_own_mean_gets_zero():
     assert float(group_normalize(torch.tensor([3.0]), [0], norm_by_std=False, singleton_mean_zero=False)[0]) == 0.0
 
 
-def test_group_normalize_of_contiguous_episode_groups_matches_hand_computation():
+def test_normalize_contiguous_groups_matches_hand_computation():
     returns = torch.tensor([1.0, 0.0, 0.0, 1.0, 10.0, 10.0, 10.0, 10.0])
-    groups = [e // 4 for e in range(8)]
-    adv = group_normalize(returns, groups, singleton_mean_zero=False)
+    adv = normalize_contiguous_groups(returns, 4)
     s = (1 / 3) ** 0.5  # group 0: mean 0.5, unbiased std sqrt(1/3); group 1: all equal -> 0
     expected = torch.tensor([0.5 / s, -0.5 / s, -0.5 / s, 0.5 / s, 0.0, 0.0, 0.0, 0.0])
     torch.testing.assert_close(adv, expected, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(
-        group_normalize(returns, groups, norm_by_std=False, singleton_mean_zero=False),
+        normalize_contiguous_groups(returns, 4, norm_by_std=False),
         returns.view(2, 4).sub(torch.tensor([[0.5], [10.0]])).view(-1),
     )
+    assert normalize_contiguous_groups(torch.tensor([3.0, -1.0]), 1).tolist() == [0.0, 0.0]  # groups of one
 
 
-def test_group_normalize_equals_the_batched_form_bit_for_bit():
-    # the one implementation must give GRPO's (groups, G) view form exactly: the learning runs depend on it
+def test_contiguous_groups_are_group_normalize_with_episode_labels():
+    # the same statistics; only the order of the batched sums may move the last bit
     gen = torch.Generator().manual_seed(0)
-    r = torch.randn(6 * 8, generator=gen) * 7
-    v = r.view(6, 8)
-    batched = ((v - v.mean(dim=1, keepdim=True)) / (v.std(dim=1, keepdim=True) + 1e-6)).view(-1)
-    assert torch.equal(group_normalize(r, [e // 8 for e in range(48)], singleton_mean_zero=False), batched)
+    r = torch.randn(16 * 4, generator=gen) * 7
+    labels = [e // 4 for e in range(64)]
+    torch.testing.assert_close(
+        normalize_contiguous_groups(r, 4), group_normalize(r, labels, singleton_mean_zero=False), rtol=1e-6, atol=1e-6
+    )
 
 
 def test_flat_group_fraction():
