@@ -16,8 +16,8 @@ run one of two ways (``gae``):
   shaped reward of each turn on its last token; V past the episode's last token = 0.
 
 Returns ``A + V`` are the critic's targets; advantages are whitened over the batch (verl ``masked_whiten``).
-Loss: PPO-clip actor loss (GRPO's, ``baselines/grpo.py``; ``agentgym.rl.losses.actor_loss``) + the clipped value loss ``0.5 max((V - y)^2, (clip(V, V_old +- c) - y)^2)``
-with c = ``value_clip`` (verl default 0.5).
+Loss: PPO-clip actor loss (GRPO's, ``baselines/grpo.py``; ``agentgym.rl.losses.actor_loss``) + the clipped value
+loss ``0.5 max((V - y)^2, (clip(V, V_old +- c) - y)^2)`` with c = ``value_clip`` (verl default 0.5).
 
 Run: ``python baselines/ppo.py --config baselines/configs/ppo_alfworld_qwen2.5-1.5b.yaml``
 """

@@ -7,10 +7,11 @@ unless a caller passes its own normaliser.
 
 These are primitives: each baseline writes its own loss from them (``baselines/grpo.py`` term by term), so
 that no baseline imports another. :func:`actor_loss` is verl's actor loss (PPO-clip + k3 KL - entropy), the
-loss GRPO writes out and RLOO, GiGPO and PPO's actor train with unchanged. :func:`clipped_policy_loss` and :func:`add_kl_entropy` read their
-coefficients from a config (``epsilon_low/high``, ``clip_ratio_c``, ``beta``, ``entropy_coef``,
-``loss_agg_mode``); :func:`micro_batch_scale` turns a piece normalised by the mini-batch's count back into this
-micro-batch's own mean for reporting; :func:`sft_loss` is the token-mean NLL of supervised stages.
+loss GRPO writes out and RLOO, GiGPO and PPO's actor train with unchanged. :func:`clipped_policy_loss` and
+:func:`add_kl_entropy` read their coefficients from a config (``epsilon_low/high``, ``clip_ratio_c``, ``beta``,
+``entropy_coef``, ``loss_agg_mode``); :func:`micro_batch_scale` turns a piece normalised by the mini-batch's
+count back into this micro-batch's own mean for reporting; :func:`sft_loss` is the token-mean NLL of supervised
+stages.
 """
 
 from __future__ import annotations
