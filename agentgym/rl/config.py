@@ -257,7 +257,9 @@ def config_chain(path: str | Path) -> list[tuple[Path, dict[str, Any]]]:
             raise ValueError(f"{path}: `{BASE_KEY}:` must be one file path, got {base!r}")
         parent = path.parent / base
         if not parent.exists():
-            raise FileNotFoundError(f"{path}: base file {base!r} ({parent}) does not exist; fix the `{BASE_KEY}:` path")
+            raise FileNotFoundError(
+                f"{path}: base file {base!r} ({parent}) does not exist; fix the `{BASE_KEY}:` path"
+            )
         if parent.resolve() in seen:
             cycle = " -> ".join(str(p) for p in [*seen, parent.resolve()])
             raise ValueError(f"{path}: base files form a cycle ({cycle}); remove one `{BASE_KEY}:`")

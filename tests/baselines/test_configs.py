@@ -138,7 +138,11 @@ def test_a_setting_takes_its_source_from_the_file_that_sets_it_last(tmp_path):
     row = tmp_path / "ppo_alfworld_x.yaml"
     row.write_text("base: base/p.yaml  # the protocol\nmodel: m  # paper: the row\ngamma: 0.9  # ours: a guess\n")
     got = {s.key: (s.value, s.kind, s.source) for s in PT.read_settings(row)}
-    assert got == {"beta": (0.01, "paper", "KL 0.01"), "gamma": (0.9, "ours", "a guess"), "model": ("m", "paper", "the row")}
+    assert got == {
+        "beta": (0.01, "paper", "KL 0.01"),
+        "gamma": (0.9, "ours", "a guess"),
+        "model": ("m", "paper", "the row"),
+    }
 
 
 @pytest.mark.parametrize("path", TABLE, ids=lambda p: p.stem)
