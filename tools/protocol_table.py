@@ -101,7 +101,7 @@ def read_settings(path: Path) -> list[Setting]:
                 comments[m.group(1)] = (m.group(3) or "").strip()
     out: list[Setting] = []
     for key, value in values.items():
-        if key.startswith("_") or key == "exp_name":
+        if str(key).startswith("_") or key == "exp_name":
             continue
         comment = comments.get(key, "")
         head, _, rest = comment.partition(":")
