@@ -94,9 +94,9 @@ def scripted(out: Path, n: int) -> None:
 
 # -- 2. SmolLM2 before / after SFT / after RL ------------------------------------------------------------
 def _config(path: str) -> dict:
-    import yaml
+    from agentgym.rl.config import read_config
 
-    return yaml.safe_load(open(ROOT / path))
+    return read_config(ROOT / path)
 
 
 def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict, env_id: str = ENV) -> dict:

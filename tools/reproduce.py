@@ -177,11 +177,12 @@ def resolve_config(stem: str, scale: str) -> tuple[dict[str, Any], str]:
 
 
 def _raw_underscore(path: Path) -> dict[str, Any]:
-    # load_config_file drops "_" keys (not Args fields); keep _baseline for choosing the script.
-    import yaml
+    # load_config_file drops "_" keys (not Args fields); keep _baseline (from the file or its bases) for choosing
+    # the script.
+    from agentgym.rl.config import read_config
 
-    data = yaml.safe_load(path.read_text()) if path.suffix in (".yaml", ".yml") else {}
-    return {"_baseline": data["_baseline"]} if isinstance(data, dict) and "_baseline" in data else {}
+    data = read_config(path)
+    return {"_baseline": data["_baseline"]} if "_baseline" in data else {}
 
 
 def load_baseline(name: str):

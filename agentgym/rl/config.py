@@ -2,7 +2,9 @@
 
 A baseline subclasses :class:`Args` with its own fields; ``parse_args(MyArgs)`` reads ``--config FILE``
 (a table-row config from ``baselines/configs/``), uses its values as defaults, and lets any other flag
-on the command line override them (``--config x.yaml --seed 2``).
+on the command line override them (``--config x.yaml --seed 2``). A config file may inherit another with
+``base: FILE`` (a path relative to its folder; its own keys override the base's): a table row names its
+protocol's base file in ``baselines/configs/base/`` and shows only what differs (:func:`config_chain`).
 """
 
 from __future__ import annotations
@@ -190,9 +192,12 @@ class Args:
         return Path(self.output_dir) / self.exp_name
 
 
-def load_config_file(path: str | Path) -> dict[str, Any]:
-    """A flat dict from a YAML, JSON or TOML file (keys are ``Args`` field names; ``_``-prefixed keys ignored)."""
-    path = Path(path)
+#: The key naming a config's base file (a path relative to the config's folder).
+BASE_KEY = "base"
+
+
+def _read_mapping(path: Path) -> dict[str, Any]:
+    """The mapping one YAML, JSON or TOML file holds, as written (no ``base:`` resolved, no key dropped)."""
     if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist (see baselines/configs/ for table rows)")
     text = path.read_text()
@@ -225,7 +230,58 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"unknown config format {path.suffix!r}: use .yaml, .json or .toml")
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a mapping of Args fields, got {type(data).__name__}")
-    return {k: v for k, v in data.items() if not str(k).startswith("_")}
+    return data
+
+
+def config_chain(path: str | Path) -> list[tuple[Path, dict[str, Any]]]:
+    """A config file and the base files it inherits, base-most first, each with its own mapping.
+
+    A file names its base with ``base: FILE`` (relative to the file's folder); the base may name its own. The
+    mappings are as written, less the ``base`` key; :func:`read_config` merges them.
+
+    Raises:
+        FileNotFoundError: the file or a base it names does not exist.
+        ValueError: a file that is not a mapping, a ``base`` that is not one path, or bases that form a cycle.
+    """
+    path = Path(path)
+    chain: list[tuple[Path, dict[str, Any]]] = []
+    seen: list[Path] = []
+    while True:
+        data = dict(_read_mapping(path))
+        chain.append((path, data))
+        seen.append(path.resolve())
+        base = data.pop(BASE_KEY, None)
+        if base is None:
+            return chain[::-1]
+        if not isinstance(base, str) or not base:
+            raise ValueError(f"{path}: `{BASE_KEY}:` must be one file path, got {base!r}")
+        parent = path.parent / base
+        if not parent.exists():
+            raise FileNotFoundError(
+                f"{path}: base file {base!r} ({parent}) does not exist; fix the `{BASE_KEY}:` path"
+            )
+        if parent.resolve() in seen:
+            cycle = " -> ".join(str(p) for p in [*seen, parent.resolve()])
+            raise ValueError(f"{path}: base files form a cycle ({cycle}); remove one `{BASE_KEY}:`")
+        path = parent
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """Every key of a config file with its bases resolved (``_``-prefixed keys kept).
+
+    Each file's keys override its base's: a key it repeats keeps the base's place with the file's value, a key
+    it adds comes after the base's keys.
+    """
+    merged: dict[str, Any] = {}
+    for _, data in config_chain(path):
+        merged.update(data)
+    return merged
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """A flat dict from a YAML, JSON or TOML file and its bases (keys are ``Args`` field names; ``_``-prefixed
+    keys ignored); see :func:`config_chain` for ``base: FILE``."""
+    return {k: v for k, v in read_config(path).items() if not str(k).startswith("_")}
 
 
 def key_line(path: str | Path, key: str) -> int | None:
