@@ -91,8 +91,8 @@ def run_one(algo: str, opts: argparse.Namespace, out_dir: Path) -> dict[str, flo
     """Train ``algo`` for ``opts.iterations`` iterations; the mean per-iteration figures."""
     import torch
 
-    from agentgym.rl.cli import load_trainer
     from agentgym.rl.trainer import Trainer
+    from baselines.cli import load_trainer
 
     module = load_trainer(algo)
     per_task_budget = opts.num_tasks * opts.group_size

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import sys
 import time
@@ -186,14 +185,12 @@ def _raw_underscore(path: Path) -> dict[str, Any]:
 
 
 def load_baseline(name: str):
-    path = ROOT / "baselines" / f"{name}.py"
-    if not path.exists():
+    """The module of baseline ``name`` (``baselines/<name>.py``), through the table of ``agentgym train``."""
+    from baselines.cli import TRAINERS, load_trainer
+
+    if name not in TRAINERS:
         raise FileNotFoundError(f"baselines/{name}.py does not exist yet")
-    spec = importlib.util.spec_from_file_location(f"baselines.{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_trainer(name)
 
 
 def train_capturing(module: Any, args: Any) -> tuple[Any, dict[str, float]]:

@@ -372,15 +372,9 @@ CONFIG_HELP = (
 )
 
 
-def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None = None) -> A:
-    """Parse ``argv`` (default ``sys.argv[1:]``) into ``cls``; ``--config FILE`` provides the defaults.
-
-    ``prog`` is the usage line's command (``agentgym train grpo``); default: the script as typed.
-    """
-    import tyro
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    config: dict[str, Any] = {}
+def split_config_flags(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The ``--config FILE`` paths of ``argv``, in order, and the other arguments (left for tyro)."""
+    paths: list[str] = []
     rest: list[str] = []
     i = 0
     while i < len(argv):
@@ -388,17 +382,35 @@ def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None
         if a == "--config":
             if i + 1 >= len(argv):
                 raise SystemExit("--config needs a file path")
-            config.update(load_config_file(argv[i + 1]))
+            paths.append(argv[i + 1])
             i += 2
             continue
         if a.startswith("--config="):
-            config.update(load_config_file(a.split("=", 1)[1]))
+            paths.append(a.split("=", 1)[1])
         else:
             rest.append(a)
         i += 1
-    default = make_args(cls, config)
+    return paths, rest
+
+
+def parse_flags(cls: type[A], default: A, flags: Sequence[str], prog: str | None = None) -> A:
+    """``default`` with the command-line ``flags`` applied (tyro; ``--help`` prints the fields and exits)."""
+    import tyro
+
     description = f"{(cls.__doc__ or '').strip()}\n\n{CONFIG_HELP}"
-    return tyro.cli(cls, default=default, args=rest, prog=prog, description=description)
+    return tyro.cli(cls, default=default, args=list(flags), prog=prog, description=description)
+
+
+def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None = None) -> A:
+    """Parse ``argv`` (default ``sys.argv[1:]``) into ``cls``; ``--config FILE`` provides the defaults.
+
+    ``prog`` is the usage line's command (``agentgym train grpo``); default: the script as typed.
+    """
+    paths, flags = split_config_flags(list(sys.argv[1:] if argv is None else argv))
+    config: dict[str, Any] = {}
+    for path in paths:
+        config.update(load_config_file(path))
+    return parse_flags(cls, make_args(cls, config), flags, prog)
 
 
 def to_dict(args: Args) -> dict[str, Any]:
