@@ -230,3 +230,20 @@ def load_full_state_dicts(model: Any, optimizer: Any, model_state: dict, optim_s
     opts = StateDictOptions(full_state_dict=True)
     set_model_state_dict(model, model_state, options=opts)
     set_optimizer_state_dict(model, optimizer, optim_state, options=opts)
+
+
+def copy_weights(src: Any, dst: Any, *, sharded: bool) -> None:
+    """Load ``src``'s weights into ``dst`` (the reference model from the policy); collective when ``sharded``."""
+    if not sharded:
+        dst.load_state_dict(src.state_dict())
+        return
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_model_state_dict,
+        set_model_state_dict,
+    )
+
+    reshard_for_training(src)
+    full = get_model_state_dict(src, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    gather_for_inference(src)
+    set_model_state_dict(dst, full, options=StateDictOptions(full_state_dict=True))
