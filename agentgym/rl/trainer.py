@@ -99,8 +99,6 @@ class Trainer(Actor):
         self._closeables.append(writer)
         return writer
 
-    # -- setup helpers ---------------------------------------------------------------------------------
-
     # -- rollouts --------------------------------------------------------------------------------------
     def next_tasks(self) -> list[EpisodeSpec]:
         """This iteration's tasks (drawn from the run's task generator; this rank's share)."""
@@ -161,8 +159,7 @@ class Trainer(Actor):
             batch["sampling_per_token_logps"] = sampled
         return batch
 
-    # -- forward passes --------------------------------------------------------------------------------
-
+    # -- score, update --------------------------------------------------------------------------------
     def score(self, batch: TurnBatch) -> dict[str, float]:
         """Fill ``old_per_token_logps`` (+ ``readout``), ``ref_per_token_logps`` and ``values``; returns timings
         (:func:`agentgym.rl.update.score_rows`)."""
