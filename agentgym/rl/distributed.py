@@ -13,7 +13,7 @@ its own share of the tasks (rollouts are embarrassingly parallel) and the gradie
 
 Ranks play different episodes, so they make different numbers of forward calls (one generate per turn,
 episodes ending at different turns, different row counts). FSDP2 all-gathers a layer on every forward,
-so uneven counts would deadlock. Two rules keep every rank in step (``agentgym.rl.trainer``):
+so uneven counts would deadlock. Two rules keep every rank in step (``agentgym.rl.update``, ``agentgym.rl.trainer``):
 
 * between updates the policy's layers stay *gathered* (:func:`gather_for_inference`: one all-gather per
   update, then generation, scoring and validation are local, like the full-weight rollout copy of verl's

@@ -5,6 +5,11 @@ the hooks of :meth:`Trainer.train_iteration` -- ``before_iteration``, ``collect`
 ``score_batch``, ``iteration_metrics`` -- never the iteration itself. Loss pieces shared by several baselines
 are in :mod:`agentgym.rl.losses`, GRPO's group advantages in :mod:`agentgym.rl.advantages`.
 
+Where the rest lives: :mod:`agentgym.rl.setup` builds the run's pieces (policy, reference model, critic, LoRA,
+FSDP/DDP, optimizers, rollout engine); :class:`~agentgym.rl.actor.Actor`, the base of :class:`Trainer`, holds
+them with their forward passes and rollouts; :mod:`agentgym.rl.update` runs the scoring pass and the
+mini-batch update.
+
 One iteration (verl-agent's order):
 
 1. **rollout** -- ``collect_rollouts`` plays ``num_tasks x group_size`` episodes with the current policy
