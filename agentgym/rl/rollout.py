@@ -270,8 +270,7 @@ def collect_rollouts(
             pool.close()
     eps = [finished[e] for e in range(n) if e in finished]
     batch = RolloutBatch(turns=record.turns, episodes=eps, group_size=group_size)
-    batch.stats = _rollout_stats(batch, n, generation_s=chat.generation_s, env_s=loop_stats.env_s)
-    batch.stats["truncated_prompts"] = float(chat.truncated_prompts)
+    batch.stats = _rollout_stats(batch, n, chat, env_s=loop_stats.env_s)
     return batch
 
 
@@ -319,8 +318,9 @@ class _TurnRecorder:
         )
 
 
-def _rollout_stats(batch: RolloutBatch, n: int, *, generation_s: float, env_s: float) -> dict[str, float]:
-    """The summary ``stats`` of a rollout of ``n`` episodes (see :func:`collect_rollouts`), less ``truncated_prompts``."""
+def _rollout_stats(batch: RolloutBatch, n: int, chat: HFChat, *, env_s: float) -> dict[str, float]:
+    """The summary ``stats`` of a rollout of ``n`` episodes played through ``chat`` (see :func:`collect_rollouts`)."""
+    generation_s = chat.generation_s
     turns = batch.turns
     n_turns = len(turns)
     gen_tokens = sum(len(t.response_ids) for t in turns)
@@ -336,4 +336,5 @@ def _rollout_stats(batch: RolloutBatch, n: int, *, generation_s: float, env_s: f
         "format_error_rate": sum(1 for x in turns if not x.format_valid) / n_turns if n_turns else 0.0,
         "success_rate": batch.success_rate(),
         "mean_return": sum(batch.episode_returns()) / n if n else 0.0,
+        "truncated_prompts": float(chat.truncated_prompts),
     }

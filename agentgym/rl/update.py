@@ -32,8 +32,8 @@ from agentgym.rl.distributed import (
 )
 from agentgym.rl.losses import loss_counts
 
-#: ``loss_fn(trainer, micro_batch, n_tokens, n_rows) -> (loss, stats)``.
-LossFn = Callable[[Any, TurnBatch, float, float], tuple[torch.Tensor, dict[str, torch.Tensor]]]
+#: A :data:`~agentgym.rl.trainer.LossFn`: ``loss_fn(trainer, micro_batch, n_tokens, n_rows) -> (loss, stats)``.
+LossCallable = Callable[..., tuple[torch.Tensor, dict[str, torch.Tensor]]]
 
 #: The batch keys :func:`score_rows` fills (each only when its model is there).
 SCORE_KEYS = ("old_per_token_logps", "ref_per_token_logps", "values", "readout")
@@ -148,7 +148,7 @@ def optimizers(trainer: Any) -> list[tuple[Any, torch.optim.Optimizer]]:
 
 
 def update_policy(
-    trainer: Any, batch: TurnBatch, loss_fn: LossFn, *, iteration: int, mini_batch_size: int | None = None
+    trainer: Any, batch: TurnBatch, loss_fn: LossCallable, *, iteration: int, mini_batch_size: int | None = None
 ) -> dict[str, float]:
     """Mini-batch epochs of ``loss_fn`` with gradient accumulation, clipping and AdamW steps.
 
@@ -196,7 +196,14 @@ def _mini_batch_rows(trainer: Any, B: int, mini_batch_size: int) -> tuple[int, b
 
 
 def _mini_batch_step(
-    trainer: Any, batch: TurnBatch, loss_fn: LossFn, rows: list[int], tally: _Tally, *, real: bool, global_scope: bool
+    trainer: Any,
+    batch: TurnBatch,
+    loss_fn: LossCallable,
+    rows: list[int],
+    tally: _Tally,
+    *,
+    real: bool,
+    global_scope: bool,
 ) -> None:
     """One optimizer step on ``rows`` (``real`` False: a dummy step of a rank with no rows left)."""
     a = trainer.args
@@ -222,7 +229,7 @@ def _mini_batch_step(
 
 
 def _micro_batch_backward(
-    trainer: Any, mb: TurnBatch, loss_fn: LossFn, counts: tuple[float, float], tally: _Tally, *, dummy: bool
+    trainer: Any, mb: TurnBatch, loss_fn: LossCallable, counts: tuple[float, float], tally: _Tally, *, dummy: bool
 ) -> None:
     """Accumulate one micro-batch's gradients (zero-weighted for a ``dummy``) and its token-weighted stats."""
     n_tokens, n_rows = counts
