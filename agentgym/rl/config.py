@@ -63,6 +63,8 @@ class Args:
     such a CPU computes in fp32)"""
     gradient_checkpointing: bool = False
     """recompute activations in backward (GPU memory for long prompts)"""
+    distributed: str = "ddp"
+    """multi-GPU strategy under torchrun: ddp (replicated) or fsdp (decoder layers sharded)"""
     lora_rank: int = 0
     """LoRA rank for the policy (peft; 0: train all weights); the adapter is merged into rollout weights"""
     lora_alpha: float = 32.0
@@ -428,5 +430,3 @@ class GroupArgs(Args):
     """``rows``: each turn row scored episode reward - penalty(turn), mean/std over all rows of the group
     (verl-agent ``compute_mean_std_cross_all_data=True``); ``episodes``: one summed return per episode,
     mean/std over the group's G episodes"""
-    distributed: str = "ddp"
-    """multi-GPU strategy under torchrun: ddp (replicated) or fsdp (decoder layers sharded)"""

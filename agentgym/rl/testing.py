@@ -14,13 +14,18 @@ from typing import Any
 
 import torch
 
-from agentgym.rl.trainer import Trainer, param_vector
+from agentgym.rl.trainer import Trainer
 
 #: EchoBandit words: the tiny model samples only these (one token each), so success starts near 1/3.
 ECHO_WORDS = ["apple", "river", "stone", "cloud", "green", "light", "table", "music"]
 
 #: Metric keys that depend on wall-clock time (never compared across runs).
 TIME_KEYS = ("time/", "charts/SPS")
+
+
+def param_vector(model: Any) -> torch.Tensor:
+    """All parameters flattened into one CPU vector (runs are compared with it)."""
+    return torch.cat([p.detach().float().reshape(-1).cpu() for p in model.parameters()])
 
 
 def tiny_echo_args(cls: type, run_dir: str | Path, **overrides: Any):
