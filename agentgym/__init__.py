@@ -10,9 +10,8 @@ Importing the package registers every environment with Gymnasium::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
-from agentgym import envs as _envs  # noqa: F401,E402  (registers the env ids)
-from agentgym.core import TextEnv  # noqa: E402
+from agentgym import envs as _envs  # noqa: F401  (registers the env ids)
+from agentgym.core import TextEnv
+from agentgym.version import __version__
 
 __all__ = ["TextEnv", "__version__"]

@@ -19,26 +19,66 @@ import os
 import sys
 import traceback
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-#: subcommand -> "module:function" taking the remaining argv.
-DELEGATED: dict[str, tuple[str, str]] = {
-    "webshop": ("agentgym.envs.webshop.server:main", "the WebShop web site: `agentgym webshop serve`"),
-    "leaderboard": ("agentgym.leaderboard.cli:main", "verify submissions and build the leaderboard"),
-    "submit": ("agentgym.leaderboard.cli:submit_main", "validate a submission folder and write its entry"),
-    "train": ("agentgym.rl.cli:train_main", "train a baseline: `agentgym train grpo --config FILE`"),
-    "serve": (
-        "agentgym.models.serve:main",
-        "OpenAI-compatible server: `agentgym serve --model ID [--engine hf|vllm]`",
-    ),
-    "openenv": ("agentgym.integrations.openenv:main", "serve an env to the OpenEnv spec: `agentgym openenv serve ID`"),
+# Delegated subcommands: each loader imports its part of the project only when that subcommand runs (so
+# `agentgym --help` stays fast), and returns its ``main(argv)``.
+
+
+def _webshop() -> Callable[[list[str]], int | None]:
+    from agentgym.envs.webshop.server import main
+
+    return main
+
+
+def _leaderboard() -> Callable[[list[str]], int | None]:
+    from agentgym.leaderboard.cli import main
+
+    return main
+
+
+def _submit() -> Callable[[list[str]], int | None]:
+    from agentgym.leaderboard.cli import submit_main
+
+    return submit_main
+
+
+def _train() -> Callable[[list[str]], int | None]:
+    try:
+        from baselines.cli import train_main
+    except ModuleNotFoundError as exc:
+        if exc.name != "baselines":
+            raise
+        raise ModuleNotFoundError(
+            "the baselines package is not importable: reinstall agentgym from its source checkout "
+            "(`pip install -e .` in the repository root), which installs agentgym and baselines together",
+            name="baselines",
+        ) from exc
+    return train_main
+
+
+def _serve() -> Callable[[list[str]], int | None]:
+    from agentgym.models.serve import main
+
+    return main
+
+
+def _openenv() -> Callable[[list[str]], int | None]:
+    from agentgym.integrations.openenv import main
+
+    return main
+
+
+#: subcommand -> (the loader of its ``main(argv)``, which takes the remaining argv; its help line).
+DELEGATED: dict[str, tuple[Callable[[], Callable[[list[str]], int | None]], str]] = {
+    "webshop": (_webshop, "the WebShop web site: `agentgym webshop serve`"),
+    "leaderboard": (_leaderboard, "verify submissions and build the leaderboard"),
+    "submit": (_submit, "validate a submission folder and write its entry"),
+    "train": (_train, "train a baseline: `agentgym train grpo --config FILE`"),
+    "serve": (_serve, "OpenAI-compatible server: `agentgym serve --model ID [--engine hf|vllm]`"),
+    "openenv": (_openenv, "serve an env to the OpenEnv spec: `agentgym openenv serve ID`"),
 }
-
-
-def _resolve(target: str):
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def load_agent(spec: str, *, threads: int | None = None, **kwargs: Any):
@@ -108,19 +148,29 @@ def _import_class(spec: str) -> Any:
     return getattr(mod, cls)
 
 
-#: Where each data-backed env family lists its split names (``--split`` is checked against these).
-SPLIT_TABLES: dict[str, tuple[str, str]] = {
-    "agentgym.envs.alfworld": ("agentgym.envs.alfworld.games", "SPLITS"),
-    "agentgym.envs.webshop": ("agentgym.envs.webshop.goals", "SPLITS"),
-    "agentgym.envs.hotpotqa": ("agentgym.envs.hotpotqa.data", "SPLIT_FILES"),
-}
+def _splits(env_module: str) -> list[str] | None:
+    """The split names of a data-backed env family (``--split`` is checked against them); None for other envs."""
+    if env_module.startswith("agentgym.envs.alfworld"):
+        from agentgym.envs.alfworld.games import SPLITS
+
+        return list(SPLITS)
+    if env_module.startswith("agentgym.envs.webshop"):
+        from agentgym.envs.webshop.goals import SPLITS
+
+        return list(SPLITS)
+    if env_module.startswith("agentgym.envs.hotpotqa"):
+        from agentgym.envs.hotpotqa.data import SPLIT_FILES
+
+        return list(SPLIT_FILES)
+    return None
 
 
 def check_env(env_id: str, kwargs: dict[str, Any], split: str | None = None) -> None:
     """Fail in one line, before anything runs, on an unknown env id, env argument or split."""
     import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
 
-    import agentgym  # noqa: F401
+    import agentgym.envs  # noqa: F401  (registers the ids)
 
     try:
         spec = gym.spec(env_id)
@@ -131,7 +181,7 @@ def check_env(env_id: str, kwargs: dict[str, Any], split: str | None = None) -> 
         raise SystemExit(f"unknown env id {env_id!r}; {hint}`agentgym list` shows the registered ids") from None
     entry = spec.entry_point
     try:
-        cls = _resolve(entry) if isinstance(entry, str) else entry
+        cls = load_env_creator(entry) if isinstance(entry, str) else entry
     except ImportError:
         return  # a missing extra: making the env says which `pip install` fixes it
     params = inspect.signature(cls.__init__).parameters
@@ -152,11 +202,9 @@ def check_env(env_id: str, kwargs: dict[str, Any], split: str | None = None) -> 
             f"--split {split}: {env_id} has no data splits (ALFWorld, WebShop and HotpotQA envs have them); "
             "drop --split to play seeded episodes"
         )
-    table = next((t for prefix, t in SPLIT_TABLES.items() if cls.__module__.startswith(prefix)), None)
-    if table is not None:
-        valid = list(getattr(importlib.import_module(table[0]), table[1]))
-        if split not in valid:
-            raise SystemExit(f"unknown split {split!r} for {env_id}; valid splits: {', '.join(valid)}")
+    valid = _splits(cls.__module__)
+    if valid is not None and split not in valid:
+        raise SystemExit(f"unknown split {split!r} for {env_id}; valid splits: {', '.join(valid)}")
 
 
 def _check_env_values(env_id: str, spec: Any, kwargs: dict[str, Any], params: Any) -> None:
@@ -198,14 +246,15 @@ def _check_env_values(env_id: str, spec: Any, kwargs: dict[str, Any], params: An
 
 def cmd_list(args: argparse.Namespace) -> int:
     import gymnasium as gym
+    from gymnasium.envs.registration import load_env_creator
 
-    import agentgym  # noqa: F401
+    import agentgym.envs  # noqa: F401  (registers the ids)
 
     for env_id, spec in sorted(gym.registry.items()):
         if not env_id.startswith("agentgym/"):
             continue
         try:
-            cls = _resolve(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
+            cls = load_env_creator(spec.entry_point) if isinstance(spec.entry_point, str) else spec.entry_point
             doc = (cls.__doc__ or "").strip().splitlines()[0]
         except Exception as exc:  # a missing extra must not hide the other envs
             doc = f"(needs an extra: {type(exc).__name__}: {exc})"
@@ -219,7 +268,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_play(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
-    import agentgym  # noqa: F401
+    import agentgym.envs  # noqa: F401  (registers the ids)
 
     kwargs = _parse_kwargs(args.env_kwarg)
     check_env(args.env_id, kwargs)
@@ -491,7 +540,7 @@ def _parser(sub: Any, name: str, help_text: str) -> argparse.ArgumentParser:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from agentgym import __version__
+    from agentgym.version import __version__
 
     p = argparse.ArgumentParser(
         prog="agentgym", description="Train and compare LLM agents on text tasks.", formatter_class=_Help
@@ -581,10 +630,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--quiet", action="store_true", help="expert-trajectories: no progress bar")
     sp.set_defaults(fn=cmd_data)
 
-    for name, (target, help_text) in DELEGATED.items():
+    for name, (_, help_text) in DELEGATED.items():
         sp = sub.add_parser(name, help=help_text, add_help=False)
         sp.add_argument("rest", nargs=argparse.REMAINDER)
-        sp.set_defaults(fn=None, target=target)
+        sp.set_defaults(fn=None)
     return p
 
 
@@ -632,7 +681,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Delegated subcommands take their own flags (``--help`` included), so hand them everything after the name.
         if argv and argv[0] in DELEGATED:
             try:
-                fn = _resolve(DELEGATED[argv[0]][0])
+                fn = DELEGATED[argv[0]][0]()
             except ImportError as exc:
                 if debug:
                     raise

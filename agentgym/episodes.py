@@ -28,6 +28,8 @@ from typing import Any, Protocol
 import gymnasium as gym
 import numpy as np
 
+from agentgym.version import __version__
+
 #: Version of the episode record layout; readers reject newer ones.
 RECORD_VERSION = 1
 
@@ -208,8 +210,6 @@ class EpisodeBuilder:
         agent_config: dict[str, Any] | None = None,
         extras: dict[str, Any] | None = None,
     ) -> Episode:
-        from agentgym import __version__
-
         self.episode = Episode(
             env_id=env_id,
             seed=seed,
@@ -472,7 +472,7 @@ def replay(
         reward_tol: absolute tolerance on rewards.
         info_keys: info keys that must match as well.
     """
-    import agentgym  # noqa: F401  (registers ids)
+    import agentgym.envs  # noqa: F401  (registers the ids that gym.make looks up)
 
     own = env is None
     mismatches: list[str] = []

@@ -1,1 +1,1 @@
-"""One readable file per algorithm (see README.md); ``agentgym train NAME`` runs them (``agentgym.rl.cli``)."""
+"""One readable file per algorithm (see README.md); ``agentgym train NAME`` runs them (``baselines.cli``)."""

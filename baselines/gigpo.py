@@ -61,8 +61,6 @@ class Args(BaseArgs):
     episode_advantage: str = "rows"
     """episode level: ``rows`` (verl-agent: turn rows scored episode reward - penalty(turn), statistics over all
     rows of the group) or ``episodes`` (summed episode returns, statistics over the G episodes)"""
-    distributed: str = "ddp"
-    """multi-GPU strategy under torchrun: ddp or fsdp"""
 
 
 def discounted_step_returns(rewards: list[float], gamma: float) -> list[float]:

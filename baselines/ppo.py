@@ -65,8 +65,6 @@ class Args(BaseArgs):
     concatenated turns with each turn's own reward"""
     whiten_advantages: bool = True
     """whiten advantages over the batch's response tokens (verl GAE)"""
-    distributed: str = "ddp"
-    """multi-GPU strategy under torchrun: ddp or fsdp"""
 
 
 def token_gae(
@@ -192,7 +190,7 @@ def ppo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) ->
 
 def train(args: Args) -> dict[str, float]:
     """Train with PPO; returns the last iteration's metrics."""
-    return Trainer(args, algo="ppo", use_critic=True).fit(compute_advantages, ppo_loss)
+    return Trainer(args, algo="ppo", critic_learning_rate=args.critic_learning_rate).fit(compute_advantages, ppo_loss)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

@@ -43,8 +43,6 @@ class Args(BaseArgs):
     episode_advantage: str = "rows"
     """``rows``: turn rows scored episode reward - penalty(turn), leave-one-out over all rows of the group
     (verl-agent); ``episodes``: leave-one-out over the group's G summed episode returns"""
-    distributed: str = "ddp"
-    """multi-GPU strategy under torchrun: ddp or fsdp"""
 
 
 def rloo_advantages(returns: torch.Tensor, group_size: int) -> torch.Tensor:

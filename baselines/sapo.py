@@ -85,8 +85,6 @@ class Args(BaseArgs):
     gradient is 0 once saturated)"""
     adv_eps: float = 1e-6
     """epsilon of the batch normalisation"""
-    distributed: str = "ddp"
-    """multi-GPU strategy under torchrun: ddp or fsdp"""
 
 
 def readout_p(readout: torch.Tensor, tau_v: float, *, clip: bool = True) -> torch.Tensor:

@@ -273,7 +273,7 @@ class SeedTrainer(Trainer):
         import dataclasses
 
         from agentgym.models.generation import HFGenerator
-        from agentgym.rl.trainer import load_policy
+        from agentgym.rl.setup import load_policy
 
         a = self.args
         model, tokenizer = load_policy(

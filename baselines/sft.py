@@ -467,7 +467,7 @@ def validate(trainer: Trainer) -> dict[str, float]:
     tasks = [EpisodeSpec(seed=10_000_000 + i) for i in range(a.val_tasks)]
     rb = trainer.rollout(tasks, group_size=1, temperature=a.val_temperature, seed=a.seed + 7)
     out = {"val/success_rate": rb.success_rate(), "val/invalid_action_rate": rb.invalid_action_rate()}
-    if getattr(a, "val_analysis", 0):
+    if a.val_analysis:
         if getattr(trainer, "val_analysis_episodes", None) is None:  # held-out seeds, far from training ones
             trainer.val_analysis_episodes = held_out_analysis_episodes(
                 a.env_id, a.val_analysis, noise=a.perturb_prob, agent_seed=a.seed + 11, env_kwargs=a.env_kwargs or None

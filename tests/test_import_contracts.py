@@ -63,7 +63,12 @@ def test_import_contracts_are_kept(capsys):
         ("agentgym.models.generation", "agentgym.prompts", "Models sit below"),
         ("agentgym.integrations.tools", "agentgym.rl.rollout", "Integrations wrap the envs"),
         ("baselines.seed", "baselines.grpo", "Baselines never import each other"),
+        ("baselines.grpo", "baselines.cli", "Baselines never import each other"),
         ("agentgym.core", "agentgym.loop", "Layers"),
+        ("agentgym.rl.trainer", "baselines.grpo", "Layers"),
+        ("baselines.grpo", "agentgym.cli", "Layers"),
+        ("agentgym.envs.echo", "agentgym.episodes", "Layers"),
+        ("agentgym.version", "agentgym.core", "Layers"),
         ("agentgym.rl.losses", "agentgym.rl.trainer", "No import cycles"),
     ],
 )

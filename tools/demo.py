@@ -94,9 +94,9 @@ def scripted(out: Path, n: int) -> None:
 
 # -- 2. SmolLM2 before / after SFT / after RL ------------------------------------------------------------
 def _config(path: str) -> dict:
-    import yaml
+    from agentgym.rl.config import read_config
 
-    return yaml.safe_load(open(ROOT / path))
+    return read_config(ROOT / path)
 
 
 def eval_policy(model, tokenizer, name: str, out: Path, n: int, cfg: dict, env_id: str = ENV) -> dict:
@@ -187,11 +187,10 @@ def smollm2_learns(
     del model
     gc.collect()
     if train:
-        import importlib
-
         from baselines import sft
+        from baselines.cli import load_trainer
 
-        rl = importlib.import_module(f"baselines.{method}")
+        rl = load_trainer(method)
         runs = ROOT / "runs"
         sft_dir, rl_dir = runs / sft_cfg["exp_name"], runs / rl_cfg["exp_name"]
         for d in (sft_dir, rl_dir):  # the demo's own run folders: start afresh

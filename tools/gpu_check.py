@@ -91,8 +91,8 @@ def run_one(algo: str, opts: argparse.Namespace, out_dir: Path) -> dict[str, flo
     """Train ``algo`` for ``opts.iterations`` iterations; the mean per-iteration figures."""
     import torch
 
-    from agentgym.rl.cli import load_trainer
     from agentgym.rl.trainer import Trainer
+    from baselines.cli import load_trainer
 
     module = load_trainer(algo)
     per_task_budget = opts.num_tasks * opts.group_size
@@ -122,7 +122,7 @@ def run_one(algo: str, opts: argparse.Namespace, out_dir: Path) -> dict[str, flo
     )
     kw = {}
     if algo == "ppo":
-        kw["use_critic"] = True
+        kw["critic_learning_rate"] = args.critic_learning_rate
     if algo == "sapo":
         kw["reserved_tokens"] = [module.W_PLUS, module.W_MINUS]
     loss = {"ppo": "ppo_loss", "sapo": "sapo_loss", "rloo": "actor_loss", "gigpo": "actor_loss"}.get(

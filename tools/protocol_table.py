@@ -9,7 +9,8 @@ Every line of a table config reads ``key: value  # kind: source`` with kind
 
 A setting whose line has no ``# kind: source`` comment (kind one of the four above, source not empty) is
 **unsourced**: the table shows it so, ``--write`` and ``--check`` refuse to run while any is left, and the tests
-fail. Run from the repository root::
+fail. A row inherits its protocol's base file (``base: ../base/...yaml``, see ``agentgym.rl.config.config_chain``):
+each setting's value and source come from the last file of the chain that sets it. Run from the repository root::
 
     python tools/protocol_table.py           # print the tables
     python tools/protocol_table.py --write   # rewrite the block in docs/results/protocol.md
@@ -24,7 +25,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
+from agentgym.rl.config import config_chain
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "baselines" / "configs"
@@ -35,6 +36,37 @@ KINDS = ("paper", "script", "ours", "run")
 #: Config folders with table rows (``small/`` and the ``*tiny*``/``*echo*`` CPU configs are not table rows).
 FOLDERS = (("SAPO / GiGPO table (verl-agent protocol)", CONFIGS), ("ERL", CONFIGS / "erl"), ("SEED", CONFIGS / "seed"))
 ENVS = ("alfworld", "webshop", "sokoban", "frozenlake", "hotpotqa")
+
+#: The order each section's table lists its settings in (the protocol's reading order: model and engine, env and
+#: splits, batch, sampling, reward, optimisation, loss, validation, then each method's own settings); a setting
+#: missing here follows them, in the order its config sets it. Inheritance puts a row's own keys after its base's,
+#: so the order is written down here rather than taken from the files.
+ORDER = {
+    "SAPO / GiGPO table (verl-agent protocol)": """
+        model reference dtype gradient_checkpointing distributed env_id task_split val_split val_extra_splits
+        num_tasks group_size max_turns history_length max_prompt_tokens max_new_tokens temperature top_p
+        success_reward invalid_penalty invalid_penalty_on episode_advantage norm_adv_by_std total_iterations
+        learning_rate weight_decay max_grad_norm update_epochs mini_batch_size mini_batch_scope micro_batch_size
+        loss_norm loss_agg_mode epsilon_low epsilon_high clip_ratio_c beta entropy_coef val_every val_tasks
+        val_temperature save_every mode critic_learning_rate r_max tau_v gamma step_advantage_w lam step_return
+        value_coef q_coef value_clip vf_coef invalid_coef value_loss_factor train_raw_readout gae adv_eps
+        whiten_advantages""".split(),
+    "ERL": """
+        model dtype gradient_checkpointing env_id env_kwargs prompt_style max_turns history_length num_tasks
+        group_size episode_advantage temperature max_prompt_tokens max_new_tokens reflection_max_new_tokens
+        learning_rate beta epsilon_low epsilon_high clip_ratio_c entropy_coef mini_batch_size total_iterations
+        val_every val_tasks val_temperature val_group_size val_top_p val_top_k success_threshold reflection_form
+        loss_agg_mode consolidation_weight train_first_attempt train_reflection train_second_attempt
+        no_consolidation""".split(),
+    "SEED": """
+        model dtype gradient_checkpointing env_id task_split val_split val_extra_splits num_tasks group_size
+        max_turns history_length max_prompt_tokens max_new_tokens temperature success_reward invalid_penalty
+        episode_advantage learning_rate beta entropy_coef epsilon_low epsilon_high clip_ratio_c mini_batch_size
+        micro_batch_size total_iterations val_every val_tasks val_temperature lambda_opd gate_beta no_gate no_sft
+        sft_tasks sft_group_size sft_epochs sft_learning_rate sft_temperature sft_mini_batch_size sft_on_analysis
+        sft_on_trajectories analyser_model lesson_max_new_tokens lesson_max_prompt_tokens train_fraction
+        num_train_tasks""".split(),
+}
 
 _LINE = re.compile(r"^([A-Za-z][A-Za-z0-9_]*):\s*(.*?)\s*(?:#\s*(.*))?$")
 
@@ -57,19 +89,26 @@ def table_configs() -> list[tuple[str, list[Path]]]:
 
 
 def read_settings(path: Path) -> list[Setting]:
-    """The settings of one config (``_``-prefixed keys and ``exp_name`` skipped) with their kind and source."""
-    values = yaml.safe_load(path.read_text()) or {}
+    """The settings of one config and its bases (``_``-prefixed keys and ``exp_name`` skipped) with their kind and
+    source: each from the last file of the chain that sets it, in the resolved config's order."""
+    values: dict[str, object] = {}
+    comments: dict[str, str] = {}
+    for file, data in config_chain(path):
+        values.update(data)
+        for line in file.read_text().splitlines():
+            m = _LINE.match(line)
+            if m and m.group(1) in data:
+                comments[m.group(1)] = (m.group(3) or "").strip()
     out: list[Setting] = []
-    for line in path.read_text().splitlines():
-        m = _LINE.match(line)
-        if not m or m.group(1).startswith("_") or m.group(1) not in values or m.group(1) == "exp_name":
+    for key, value in values.items():
+        if str(key).startswith("_") or key == "exp_name":
             continue
-        key, comment = m.group(1), (m.group(3) or "").strip()
+        comment = comments.get(key, "")
         head, _, rest = comment.partition(":")
         if head.strip() in KINDS and rest.strip():
-            out.append(Setting(key, values[key], head.strip(), rest.strip()))
+            out.append(Setting(key, value, head.strip(), rest.strip()))
         else:  # no comment, or one without a kind: shown as unsourced, with the text it has
-            out.append(Setting(key, values[key], None, comment))
+            out.append(Setting(key, value, None, comment))
     return out
 
 
@@ -117,6 +156,8 @@ def render() -> str:
             for s in (s for p in fam for s in settings[p]):
                 if s.key not in keys:
                     keys.append(s.key)
+            order = ORDER.get(title, [])
+            keys.sort(key=lambda k: order.index(k) if k in order else len(order))  # stable: the rest keep theirs
             names = [_family(p.stem)[1] for p in fam]
             # markdown="1": MkDocs (md_in_html) renders the table inside; GitHub ignores the attribute
             lines.append(f'<details markdown="1"><summary><code>{method}_*.yaml</code></summary>')

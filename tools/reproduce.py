@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import json
 import sys
 import time
@@ -177,22 +176,21 @@ def resolve_config(stem: str, scale: str) -> tuple[dict[str, Any], str]:
 
 
 def _raw_underscore(path: Path) -> dict[str, Any]:
-    # load_config_file drops "_" keys (not Args fields); keep _baseline for choosing the script.
-    import yaml
+    # load_config_file drops "_" keys (not Args fields); keep _baseline (from the file or its bases) for choosing
+    # the script.
+    from agentgym.rl.config import read_config
 
-    data = yaml.safe_load(path.read_text()) if path.suffix in (".yaml", ".yml") else {}
-    return {"_baseline": data["_baseline"]} if isinstance(data, dict) and "_baseline" in data else {}
+    data = read_config(path)
+    return {"_baseline": data["_baseline"]} if "_baseline" in data else {}
 
 
 def load_baseline(name: str):
-    path = ROOT / "baselines" / f"{name}.py"
-    if not path.exists():
+    """The module of baseline ``name`` (``baselines/<name>.py``), through the table of ``agentgym train``."""
+    from baselines.cli import TRAINERS, load_trainer
+
+    if name not in TRAINERS:
         raise FileNotFoundError(f"baselines/{name}.py does not exist yet")
-    spec = importlib.util.spec_from_file_location(f"baselines.{name}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_trainer(name)
 
 
 def train_capturing(module: Any, args: Any) -> tuple[Any, dict[str, float]]:

@@ -72,7 +72,7 @@ def spec_hash(env_id: str) -> str:
 
 def env_ref(env_id: str) -> dict[str, str]:
     """``{"ref": "ENV_ID@AGENTGYM_VERSION", "spec_hash": ...}`` for the env as installed now."""
-    from agentgym import __version__
+    from agentgym.version import __version__
 
     return {"ref": f"{env_id}@{__version__}", "spec_hash": spec_hash(env_id)}
 

@@ -179,9 +179,9 @@ def write_submission(
     Returns:
         The path of ``submission.json``.
     """
-    from agentgym import __version__
     from agentgym.episodes import iter_episodes
     from agentgym.results import env_results
+    from agentgym.version import __version__
 
     out = Path(out_dir)
     (out / "episodes").mkdir(parents=True, exist_ok=True)

@@ -349,7 +349,7 @@ def rerun_entry(
         "submission_sha256": sha256_file(folder / SUBMISSION_FILE),
         "envs": envs,
     }
-    from agentgym import __version__
+    from agentgym.version import __version__
 
     record["agentgym_version"] = __version__
     if pin is not None:

@@ -407,7 +407,7 @@ def _verify(
                 where + "['spec_hash']",
                 f"{ref['spec_hash']} but the installed {env_id} has {current}: the run used another version of the env",
             )
-        from agentgym import __version__
+        from agentgym.version import __version__
 
         if ref_version != __version__:
             report.warnings.append(f"{env_id} ran under agentgym {ref_version}; verifying with {__version__}")
@@ -533,7 +533,7 @@ def verification_record(folder: str | os.PathLike[str], report: VerificationRepo
     """What a full verification of ``folder`` found, who ran it and when: the record a badge links to."""
     import datetime as _dt
 
-    from agentgym import __version__
+    from agentgym.version import __version__
 
     folder = Path(folder)
     return {
@@ -654,7 +654,7 @@ def _cache_key(folder: Path, extra: Sequence[str] = ()) -> str:
                 envs.append(f"{env_id}=?")
     except (OSError, ValueError, AttributeError, TypeError):
         pass
-    from agentgym import __version__
+    from agentgym.version import __version__
 
     blob = "\n".join(
         [

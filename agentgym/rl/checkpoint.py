@@ -183,3 +183,15 @@ def load_model_weights(model: Any, path: str | Path, *, model_name: str | None =
         )
     model.load_state_dict(state["model"])
     return ckpt
+
+
+def set_aside_old_run(run_dir: str | Path) -> Path:
+    """A fresh run into a used run folder: move the old run to ``<run_dir>.old-N`` (never mix, never delete)."""
+    old = Path(run_dir)
+    n = 1
+    while old.with_name(f"{old.name}.old-{n}").exists():
+        n += 1
+    dest = old.with_name(f"{old.name}.old-{n}")
+    old.rename(dest)
+    print(f"{old} held an earlier run (pass --resume to continue it); moved it to {dest}")
+    return dest

@@ -2,7 +2,9 @@
 
 A baseline subclasses :class:`Args` with its own fields; ``parse_args(MyArgs)`` reads ``--config FILE``
 (a table-row config from ``baselines/configs/``), uses its values as defaults, and lets any other flag
-on the command line override them (``--config x.yaml --seed 2``).
+on the command line override them (``--config x.yaml --seed 2``). A config file may inherit another with
+``base: FILE`` (a path relative to its folder; its own keys override the base's): a table row names its
+protocol's base file in ``baselines/configs/base/`` and shows only what differs (:func:`config_chain`).
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class Args:
     such a CPU computes in fp32)"""
     gradient_checkpointing: bool = False
     """recompute activations in backward (GPU memory for long prompts)"""
+    distributed: str = "ddp"
+    """multi-GPU strategy under torchrun: ddp (replicated) or fsdp (decoder layers sharded)"""
     lora_rank: int = 0
     """LoRA rank for the policy (peft; 0: train all weights); the adapter is merged into rollout weights"""
     lora_alpha: float = 32.0
@@ -190,9 +194,12 @@ class Args:
         return Path(self.output_dir) / self.exp_name
 
 
-def load_config_file(path: str | Path) -> dict[str, Any]:
-    """A flat dict from a YAML, JSON or TOML file (keys are ``Args`` field names; ``_``-prefixed keys ignored)."""
-    path = Path(path)
+#: The key naming a config's base file (a path relative to the config's folder).
+BASE_KEY = "base"
+
+
+def _read_mapping(path: Path) -> dict[str, Any]:
+    """The mapping one YAML, JSON or TOML file holds, as written (no ``base:`` resolved, no key dropped)."""
     if not path.exists():
         raise FileNotFoundError(f"config file {path} does not exist (see baselines/configs/ for table rows)")
     text = path.read_text()
@@ -225,7 +232,58 @@ def load_config_file(path: str | Path) -> dict[str, Any]:
         raise ValueError(f"unknown config format {path.suffix!r}: use .yaml, .json or .toml")
     if not isinstance(data, dict):
         raise ValueError(f"{path} must hold a mapping of Args fields, got {type(data).__name__}")
-    return {k: v for k, v in data.items() if not str(k).startswith("_")}
+    return data
+
+
+def config_chain(path: str | Path) -> list[tuple[Path, dict[str, Any]]]:
+    """A config file and the base files it inherits, base-most first, each with its own mapping.
+
+    A file names its base with ``base: FILE`` (relative to the file's folder); the base may name its own. The
+    mappings are as written, less the ``base`` key; :func:`read_config` merges them.
+
+    Raises:
+        FileNotFoundError: the file or a base it names does not exist.
+        ValueError: a file that is not a mapping, a ``base`` that is not one path, or bases that form a cycle.
+    """
+    path = Path(path)
+    chain: list[tuple[Path, dict[str, Any]]] = []
+    seen: list[Path] = []
+    while True:
+        data = dict(_read_mapping(path))
+        chain.append((path, data))
+        seen.append(path.resolve())
+        base = data.pop(BASE_KEY, None)
+        if base is None:
+            return chain[::-1]
+        if not isinstance(base, str) or not base:
+            raise ValueError(f"{path}: `{BASE_KEY}:` must be one file path, got {base!r}")
+        parent = path.parent / base
+        if not parent.exists():
+            raise FileNotFoundError(
+                f"{path}: base file {base!r} ({parent}) does not exist; fix the `{BASE_KEY}:` path"
+            )
+        if parent.resolve() in seen:
+            cycle = " -> ".join(str(p) for p in [*seen, parent.resolve()])
+            raise ValueError(f"{path}: base files form a cycle ({cycle}); remove one `{BASE_KEY}:`")
+        path = parent
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """Every key of a config file with its bases resolved (``_``-prefixed keys kept).
+
+    Each file's keys override its base's: a key it repeats keeps the base's place with the file's value, a key
+    it adds comes after the base's keys.
+    """
+    merged: dict[str, Any] = {}
+    for _, data in config_chain(path):
+        merged.update(data)
+    return merged
+
+
+def load_config_file(path: str | Path) -> dict[str, Any]:
+    """A flat dict from a YAML, JSON or TOML file and its bases (keys are ``Args`` field names; ``_``-prefixed
+    keys ignored); see :func:`config_chain` for ``base: FILE``."""
+    return {k: v for k, v in read_config(path).items() if not str(k).startswith("_")}
 
 
 def key_line(path: str | Path, key: str) -> int | None:
@@ -316,15 +374,9 @@ CONFIG_HELP = (
 )
 
 
-def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None = None) -> A:
-    """Parse ``argv`` (default ``sys.argv[1:]``) into ``cls``; ``--config FILE`` provides the defaults.
-
-    ``prog`` is the usage line's command (``agentgym train grpo``); default: the script as typed.
-    """
-    import tyro
-
-    argv = list(sys.argv[1:] if argv is None else argv)
-    config: dict[str, Any] = {}
+def split_config_flags(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The ``--config FILE`` paths of ``argv``, in order, and the other arguments (left for tyro)."""
+    paths: list[str] = []
     rest: list[str] = []
     i = 0
     while i < len(argv):
@@ -332,17 +384,35 @@ def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None
         if a == "--config":
             if i + 1 >= len(argv):
                 raise SystemExit("--config needs a file path")
-            config.update(load_config_file(argv[i + 1]))
+            paths.append(argv[i + 1])
             i += 2
             continue
         if a.startswith("--config="):
-            config.update(load_config_file(a.split("=", 1)[1]))
+            paths.append(a.split("=", 1)[1])
         else:
             rest.append(a)
         i += 1
-    default = make_args(cls, config)
+    return paths, rest
+
+
+def parse_flags(cls: type[A], default: A, flags: Sequence[str], prog: str | None = None) -> A:
+    """``default`` with the command-line ``flags`` applied (tyro; ``--help`` prints the fields and exits)."""
+    import tyro
+
     description = f"{(cls.__doc__ or '').strip()}\n\n{CONFIG_HELP}"
-    return tyro.cli(cls, default=default, args=rest, prog=prog, description=description)
+    return tyro.cli(cls, default=default, args=list(flags), prog=prog, description=description)
+
+
+def parse_args(cls: type[A], argv: Sequence[str] | None = None, prog: str | None = None) -> A:
+    """Parse ``argv`` (default ``sys.argv[1:]``) into ``cls``; ``--config FILE`` provides the defaults.
+
+    ``prog`` is the usage line's command (``agentgym train grpo``); default: the script as typed.
+    """
+    paths, flags = split_config_flags(list(sys.argv[1:] if argv is None else argv))
+    config: dict[str, Any] = {}
+    for path in paths:
+        config.update(load_config_file(path))
+    return parse_flags(cls, make_args(cls, config), flags, prog)
 
 
 def to_dict(args: Args) -> dict[str, Any]:
@@ -360,5 +430,3 @@ class GroupArgs(Args):
     """``rows``: each turn row scored episode reward - penalty(turn), mean/std over all rows of the group
     (verl-agent ``compute_mean_std_cross_all_data=True``); ``episodes``: one summed return per episode,
     mean/std over the group's G episodes"""
-    distributed: str = "ddp"
-    """multi-GPU strategy under torchrun: ddp (replicated) or fsdp (decoder layers sharded)"""

@@ -13,7 +13,7 @@ its own share of the tasks (rollouts are embarrassingly parallel) and the gradie
 
 Ranks play different episodes, so they make different numbers of forward calls (one generate per turn,
 episodes ending at different turns, different row counts). FSDP2 all-gathers a layer on every forward,
-so uneven counts would deadlock. Two rules keep every rank in step (``agentgym.rl.trainer``):
+so uneven counts would deadlock. Two rules keep every rank in step (``agentgym.rl.update``, ``agentgym.rl.trainer``):
 
 * between updates the policy's layers stay *gathered* (:func:`gather_for_inference`: one all-gather per
   update, then generation, scoring and validation are local, like the full-weight rollout copy of verl's
@@ -230,3 +230,20 @@ def load_full_state_dicts(model: Any, optimizer: Any, model_state: dict, optim_s
     opts = StateDictOptions(full_state_dict=True)
     set_model_state_dict(model, model_state, options=opts)
     set_optimizer_state_dict(model, optimizer, optim_state, options=opts)
+
+
+def copy_weights(src: Any, dst: Any, *, sharded: bool) -> None:
+    """Load ``src``'s weights into ``dst`` (the reference model from the policy); collective when ``sharded``."""
+    if not sharded:
+        dst.load_state_dict(src.state_dict())
+        return
+    from torch.distributed.checkpoint.state_dict import (
+        StateDictOptions,
+        get_model_state_dict,
+        set_model_state_dict,
+    )
+
+    reshard_for_training(src)
+    full = get_model_state_dict(src, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    gather_for_inference(src)
+    set_model_state_dict(dst, full, options=StateDictOptions(full_state_dict=True))

@@ -104,7 +104,7 @@ def build_vllm_generator(model: Any, tokenizer: Any, args: Any) -> Any:
     # In-process engine core: the weight push reaches the model without pickling tensors across processes.
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     folder = rollout_model_folder(model, tokenizer, args.run_dir)
-    dtype = str(getattr(args, "dtype", "float32")).replace("bf16", "bfloat16")
+    dtype = str(args.dtype).replace("bf16", "bfloat16")
     return VLLMGenerator(
         str(folder),
         tokenizer,
@@ -123,3 +123,23 @@ def push_weights(generator: Any, model: Any) -> None:
     load = getattr(generator, "load_weights", None)
     if load is not None:
         load(policy_state_dict(model))
+
+
+def export_policy(model: Any, tokenizer: Any, folder: Path, args: Any, template: Any, algo: str) -> Path:
+    """Write the policy as a plain HF folder with the prompt settings it was trained with, so that
+    ``agentgym eval --agent hf:<folder>`` prompts as training did."""
+    from agentgym.models.prompt_settings import write_prompt_settings
+
+    folder = save_policy_folder(model, tokenizer, folder)
+    write_prompt_settings(
+        folder,
+        env_id=args.env_id,
+        style=args.prompt_style,
+        template=getattr(template, "id", type(template).__name__),
+        history_length=args.history_length,
+        max_new_tokens=args.max_new_tokens,
+        max_prompt_tokens=args.max_prompt_tokens,
+        answer_format=template.format_answer("...", "ACTION"),
+        trained_by=algo,
+    )
+    return folder

@@ -249,41 +249,7 @@ def collect_rollouts(
         seed=seed,
         name=agent_name,
     )
-    turns: list[Turn] = []
-    started: set[int] = set()
-
-    def record(r: TurnResult) -> None:
-        gen = r.action.generation
-        if gen is None:
-            raise RuntimeError("collect_rollouts needs a token-level back-end (the agent returned no tokens)")
-        e = r.state.index
-        if r.t == 0 and e in started:  # played again after an env worker loss aborted it: keep the new attempt only
-            turns[:] = [t for t in turns if t.episode != e]
-        started.add(e)
-        turns.append(
-            Turn(
-                group=e // group_size,
-                episode=e,
-                t=r.t,
-                prompt_ids=gen.prompt_ids,
-                response_ids=list(gen.response_ids),
-                old_logprobs=gen.logprobs if return_logprobs else None,
-                reward=r.reward,
-                done=r.done,
-                terminated=r.terminated,
-                truncated=r.truncated,
-                is_action_valid=bool(r.info.get("is_action_valid", True)),
-                format_valid=r.action.format_valid,
-                observation=r.inp.observation,
-                action=r.action.action,
-                info=r.info,
-                inp=r.inp,
-                messages=gen.messages,
-                response_text=r.action.output or "",
-                finish_reason=str(r.action.extras.get("finish_reason", "stop")),
-            )
-        )
-
+    record = _TurnRecorder(group_size, keep_logprobs=return_logprobs)
     try:
         finished, loop_stats = run_loop(
             env_id,
@@ -303,17 +269,68 @@ def collect_rollouts(
         if own_pool:
             pool.close()
     eps = [finished[e] for e in range(n) if e in finished]
-    batch = RolloutBatch(turns=turns, episodes=eps, group_size=group_size)
+    batch = RolloutBatch(turns=record.turns, episodes=eps, group_size=group_size)
+    batch.stats = _rollout_stats(batch, n, chat, env_s=loop_stats.env_s)
+    return batch
+
+
+class _TurnRecorder:
+    """The loop's ``on_turn`` callback of :func:`collect_rollouts`: one :class:`Turn` per played turn."""
+
+    def __init__(self, group_size: int, *, keep_logprobs: bool) -> None:
+        self.group_size = group_size
+        self.keep_logprobs = keep_logprobs
+        self.turns: list[Turn] = []
+        self.started: set[int] = set()
+
+    def __call__(self, r: TurnResult) -> None:
+        gen = r.action.generation
+        if gen is None:
+            raise RuntimeError("collect_rollouts needs a token-level back-end (the agent returned no tokens)")
+        e = r.state.index
+        if (
+            r.t == 0 and e in self.started
+        ):  # played again after an env worker loss aborted it: keep the new attempt only
+            self.turns[:] = [t for t in self.turns if t.episode != e]
+        self.started.add(e)
+        self.turns.append(
+            Turn(
+                group=e // self.group_size,
+                episode=e,
+                t=r.t,
+                prompt_ids=gen.prompt_ids,
+                response_ids=list(gen.response_ids),
+                old_logprobs=gen.logprobs if self.keep_logprobs else None,
+                reward=r.reward,
+                done=r.done,
+                terminated=r.terminated,
+                truncated=r.truncated,
+                is_action_valid=bool(r.info.get("is_action_valid", True)),
+                format_valid=r.action.format_valid,
+                observation=r.inp.observation,
+                action=r.action.action,
+                info=r.info,
+                inp=r.inp,
+                messages=gen.messages,
+                response_text=r.action.output or "",
+                finish_reason=str(r.action.extras.get("finish_reason", "stop")),
+            )
+        )
+
+
+def _rollout_stats(batch: RolloutBatch, n: int, chat: HFChat, *, env_s: float) -> dict[str, float]:
+    """The summary ``stats`` of a rollout of ``n`` episodes played through ``chat`` (see :func:`collect_rollouts`)."""
+    generation_s = chat.generation_s
+    turns = batch.turns
     n_turns = len(turns)
     gen_tokens = sum(len(t.response_ids) for t in turns)
-    gen_s = chat.generation_s
-    batch.stats = {
+    return {
         "num_episodes": float(n),
         "num_turns": float(n_turns),
-        "generation_s": gen_s,
-        "env_s": loop_stats.env_s,
+        "generation_s": generation_s,
+        "env_s": env_s,
         "generated_tokens": float(gen_tokens),
-        "gen_tokens_per_s": gen_tokens / gen_s if gen_s > 0 else 0.0,
+        "gen_tokens_per_s": gen_tokens / generation_s if generation_s > 0 else 0.0,
         "mean_response_length": gen_tokens / n_turns if n_turns else 0.0,
         "invalid_action_rate": batch.invalid_action_rate(),
         "format_error_rate": sum(1 for x in turns if not x.format_valid) / n_turns if n_turns else 0.0,
@@ -321,4 +338,3 @@ def collect_rollouts(
         "mean_return": sum(batch.episode_returns()) / n if n else 0.0,
         "truncated_prompts": float(chat.truncated_prompts),
     }
-    return batch

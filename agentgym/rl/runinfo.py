@@ -141,7 +141,7 @@ class RunInfo:
         log.setLevel(logging.INFO)
         self._propagate = log.propagate
         log.propagate = False  # the lines go where this run says, not twice through the root logger
-        log.info("run %s (%s) in %s", getattr(args, "exp_name", "?"), type(args).__module__, self.run_dir)
+        log.info("run %s (%s) in %s", args.exp_name, type(args).__module__, self.run_dir)
 
     def iteration(self, it: int, total: int, metrics: dict[str, float]) -> None:
         """Log iteration ``it`` of ``total`` (1-based) with the headline metrics."""

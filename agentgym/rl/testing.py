@@ -1,9 +1,10 @@
 """Checks every baseline's smoke test runs: tiny model, 2 iterations, parameters move, metrics finite, exact resume.
 
 Used by ``tests/baselines/test_*.py`` (and usable by any new baseline): a baseline module exposes ``Args``,
-``compute_advantages`` and a loss (``policy_loss``/``ppo_loss``/``sapo_loss``); :func:`smoke_and_resume` trains it
-for two iterations in one go, then again as one iteration + stop + ``--resume`` for the second, and checks
-that both runs end with identical parameters and identical second-iteration metrics.
+``compute_advantages`` and a loss (``policy_loss``/``actor_loss``/``ppo_loss``/``sapo_loss``);
+:func:`smoke_and_resume` trains it for two iterations in one go, then again as one iteration + stop +
+``--resume`` for the second, and checks that both runs end with identical parameters and identical
+second-iteration metrics.
 """
 
 from __future__ import annotations
@@ -14,13 +15,18 @@ from typing import Any
 
 import torch
 
-from agentgym.rl.trainer import Trainer, param_vector
+from agentgym.rl.trainer import Trainer
 
 #: EchoBandit words: the tiny model samples only these (one token each), so success starts near 1/3.
 ECHO_WORDS = ["apple", "river", "stone", "cloud", "green", "light", "table", "music"]
 
 #: Metric keys that depend on wall-clock time (never compared across runs).
 TIME_KEYS = ("time/", "charts/SPS")
+
+
+def param_vector(model: Any) -> torch.Tensor:
+    """All parameters flattened into one CPU vector (runs are compared with it)."""
+    return torch.cat([p.detach().float().reshape(-1).cpu() for p in model.parameters()])
 
 
 def tiny_echo_args(cls: type, run_dir: str | Path, **overrides: Any):

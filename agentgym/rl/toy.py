@@ -59,6 +59,19 @@ def suppress_all_but(tokenizer: Any, words: Sequence[str], *, allow_eos: bool = 
     return [i for i in range(n) if i not in allowed]
 
 
+def add_restricted_words(model: Any, tokenizer: Any, args: Any) -> None:
+    """With ``args.restrict_vocab`` on the tiny model: make each allowed word one token (:func:`add_word_tokens`)."""
+    if args.restrict_vocab and args.model == "tiny":
+        add_word_tokens(model, tokenizer, args.restrict_vocab)
+
+
+def restricted_vocab_exclusions(tokenizer: Any, args: Any, *, vocab_size: int) -> list[int]:
+    """The ids a run with ``args.restrict_vocab`` never samples (:func:`suppress_all_but`); none without it."""
+    if not args.restrict_vocab:
+        return []
+    return suppress_all_but(tokenizer, args.restrict_vocab, allow_eos=args.allow_eos, vocab_size=vocab_size)
+
+
 class BareContextTemplate(BarePromptTemplate):
     """The tiny-model ``bare`` template with the lesson/reflection shown before the observation (ERL, SEED)."""
 

@@ -1,5 +1,6 @@
-"""Every table-row and small config loads into its baseline's Args with the shared protocol values; each
-table setting is pinned to its cited value and source; docs/results/protocol.md's protocol table is current."""
+"""Every config (its ``base:`` files resolved) parses into its baseline's Args, table rows with the shared protocol
+values; each table setting is pinned to its cited value and source; docs/results/protocol.md's protocol table is
+current."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from agentgym.rl.config import load_config_file, make_args
+from agentgym.rl.config import config_chain, load_config_file, make_args, parse_args
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "baselines" / "configs"
 TABLE = sorted(CONFIGS.glob("*.yaml"))
 SMALL = sorted((CONFIGS / "small").glob("*.yaml"))
+BASES = sorted((CONFIGS / "base").glob("*.yaml"))
+#: Every runnable config (base files are only inherited).
+RUNNABLE = sorted(p for p in CONFIGS.rglob("*.yaml") if p.parent.name != "base")
 
 
 def _protocol_table():
@@ -39,6 +43,26 @@ def _sources(path: Path) -> dict:
 def _module(path: Path):
     algo = path.stem.split("_")[0]
     return importlib.import_module(f"baselines.{algo}")
+
+
+@pytest.mark.parametrize("path", RUNNABLE, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_every_config_parses_through_its_baselines_command_line(path):
+    """What ``python baselines/<method>.py --config FILE`` does before training: the resolved file as the tyro
+    defaults of the method's Args (an unknown key, a wrong type or a broken base fails here)."""
+    module = _module(path)
+    args = parse_args(module.Args, ["--config", str(path)])
+    assert args == make_args(module.Args, load_config_file(path))
+
+
+def test_every_base_file_is_inherited_and_a_table_row_shows_it_on_help(capsys):
+    used = {p.resolve() for row in RUNNABLE for p, _ in config_chain(row)[:-1]}
+    assert {p.resolve() for p in BASES} <= used, "a base file no config inherits"
+    row = CONFIGS / "grpo_alfworld_qwen2.5-1.5b.yaml"
+    assert "learning_rate" not in row.read_text()  # inherited from its protocol's base file
+    with pytest.raises(SystemExit) as done:
+        parse_args(_module(row).Args, ["--config", str(row), "--help"])
+    assert done.value.code == 0
+    assert "1e-06" in capsys.readouterr().out  # the base's lr is the default --help shows
 
 
 def test_there_is_one_config_per_table_cell():
@@ -70,7 +94,7 @@ def test_table_configs_follow_the_shared_protocol(path):
         assert args.group_size == 1
     else:
         assert (args.num_tasks, args.group_size) == (16, 8)
-    assert "REPORTED.md" in path.read_text()  # each value cites its source
+    assert any("REPORTED.md" in s.source for s in PT.read_settings(path))  # values cite the paper's protocol
 
 
 @pytest.mark.parametrize("path", SMALL, ids=lambda p: p.stem)
@@ -106,6 +130,19 @@ def test_an_uncommented_setting_is_unsourced(tmp_path):
     cfg.write_text('model: "m"  # paper: the row\ntop_p: 1.0\ngamma: 1.0  # a guess without a kind\n')
     got = {s.key: s.kind for s in PT.read_settings(cfg)}
     assert got == {"model": "paper", "top_p": None, "gamma": None}
+
+
+def test_a_setting_takes_its_source_from_the_file_that_sets_it_last(tmp_path):
+    (tmp_path / "base").mkdir()
+    (tmp_path / "base" / "p.yaml").write_text("beta: 0.01  # paper: KL 0.01\ngamma: 1.0  # script: default\n")
+    row = tmp_path / "ppo_alfworld_x.yaml"
+    row.write_text("base: base/p.yaml  # the protocol\nmodel: m  # paper: the row\ngamma: 0.9  # ours: a guess\n")
+    got = {s.key: (s.value, s.kind, s.source) for s in PT.read_settings(row)}
+    assert got == {
+        "beta": (0.01, "paper", "KL 0.01"),
+        "gamma": (0.9, "ours", "a guess"),
+        "model": ("m", "paper", "the row"),
+    }
 
 
 @pytest.mark.parametrize("path", TABLE, ids=lambda p: p.stem)

@@ -311,7 +311,7 @@ def test_rulebook_form_puts_the_reflection_in_the_system_prompt(tmp_path):
 
 
 def test_erl_smoke_tiny_model_trains(tmp_path):
-    from agentgym.rl.trainer import param_vector
+    from agentgym.rl.testing import param_vector
 
     tr = make_trainer(
         tmp_path,
@@ -412,7 +412,7 @@ CONFIG_CASES = [(p, None) for p in PAPER_CONFIGS] + [(PAPER_CONFIGS[-1], "in_con
 def test_paper_config_trains_one_iteration_with_a_tiny_model(tmp_path, path, form):
     """Each table config on its own env, prompt style and reflection prompts, shrunk to a tiny model."""
     from agentgym.rl.config import load_config_file, make_args
-    from agentgym.rl.trainer import param_vector
+    from agentgym.rl.testing import param_vector
 
     cfg = load_config_file(path)
     if "HotpotQA" in cfg["env_id"]:

@@ -95,7 +95,13 @@ def test_masked_whiten():
 
 def test_ppo_smoke_two_iterations_and_exact_resume(tmp_path):
     out = smoke_and_resume(
-        ppo, tmp_path, loss_name="ppo_loss", algo="ppo", trainer_kw={"use_critic": True}, group_size=1, num_tasks=4
+        ppo,
+        tmp_path,
+        loss_name="ppo_loss",
+        algo="ppo",
+        trainer_kw={"critic_learning_rate": ppo.Args.critic_learning_rate},
+        group_size=1,
+        num_tasks=4,
     )
     assert out["metrics"]["losses/value_loss"] > 0
 
@@ -103,7 +109,13 @@ def test_ppo_smoke_two_iterations_and_exact_resume(tmp_path):
 @pytest.mark.slow
 def test_ppo_learns_echo_bandit(tmp_path):
     """Tiny random model, CPU: success rises from ~1/3 to >= 0.8 (validation at temperature 0.4)."""
-    out = learning_run(ppo, tmp_path, loss_name="ppo_loss", algo="ppo", trainer_kw={"use_critic": True})
+    out = learning_run(
+        ppo,
+        tmp_path,
+        loss_name="ppo_loss",
+        algo="ppo",
+        trainer_kw={"critic_learning_rate": ppo.Args.critic_learning_rate},
+    )
     print(
         f"\nppo: success first 3 iterations {out['start']:.2f} -> last 5 {out['end']:.2f}, validation {out['val']:.2f}"
     )

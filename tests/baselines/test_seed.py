@@ -250,7 +250,7 @@ def test_episodes_without_a_lesson_are_masked_out_and_logged(tmp_path):
 
 
 def test_seed_smoke_sft_then_rl_with_the_tiny_model(tmp_path):
-    from agentgym.rl.trainer import param_vector
+    from agentgym.rl.testing import param_vector
 
     words = ["apple", "river", "stone", "cloud"]
     tr = make_trainer(
@@ -353,7 +353,7 @@ def test_sft_rows_teach_trajectory_to_lesson_and_action_rows_are_an_option(tmp_p
 
 
 def test_external_analyser_writes_the_sft_lessons_and_the_policy_the_rl_ones(tmp_path):
-    from agentgym.rl.trainer import param_vector
+    from agentgym.rl.testing import param_vector
 
     tr = make_trainer(
         tmp_path, prompt_style="bare", no_sft=False, analyser_model="tiny", sft_tasks=2, sft_group_size=2

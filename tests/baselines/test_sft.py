@@ -14,7 +14,8 @@ from agentgym.prompts import TEMPLATES
 from agentgym.records import seed_specs
 from agentgym.rl.batch import build_batch
 from agentgym.rl.rollout import collect_rollouts, fit_prompt
-from agentgym.rl.trainer import Trainer, param_vector
+from agentgym.rl.testing import param_vector
+from agentgym.rl.trainer import Trainer
 from baselines import grpo, sft
 
 ENV = "agentgym/FrozenLakeNotSlippery-v0"

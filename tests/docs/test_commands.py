@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -225,10 +226,36 @@ def test_documented_command_runs(where, command, workdir):
     env.setdefault("COLUMNS", "100")
     if "\n" in command:  # a script with a background server: stop at the first failure, never leave the server
         command = "set -e\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n" + command
-    out = subprocess.run(
-        ["bash", "-c", command], cwd=workdir, env=env, capture_output=True, text=True,
-        stdin=subprocess.DEVNULL, timeout=600,
-    )  # fmt: skip
+    out = run_in_group(["bash", "-c", command], cwd=workdir, env=env, timeout=600)
     assert out.returncode == 0, (
         f"{where}: `{command}` exited {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-3000:]}"
     )
+
+
+def run_in_group(cmd: list[str], *, timeout: float, **kw) -> subprocess.CompletedProcess:
+    """``subprocess.run`` in a session of its own: a timeout kills the whole process group, so a command's
+    children (env-pool workers, a background server) never outlive the test as orphans."""
+    with subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, **kw,
+    ) as proc:  # fmt: skip
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            raise
+    return subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+
+
+def test_timed_out_command_leaves_no_process(tmp_path: Path) -> None:
+    """A docs command that runs past its limit is killed with everything it started (a killed ``bash -c`` used to
+    leave its env-pool workers running, reparented to init)."""
+    pid_file = tmp_path / "child"
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_in_group(["bash", "-c", f"sleep 300 & echo $! > {pid_file}; wait"], timeout=2)
+    child = int(pid_file.read_text())
+    stat = Path(f"/proc/{child}/stat")
+    assert not stat.exists() or stat.read_text().split()[2] == "Z", "the command's child outlived the timeout"
+    done = run_in_group(["bash", "-c", "echo hi; exit 3"], timeout=30)
+    assert (done.returncode, done.stdout) == (3, "hi\n")

@@ -229,3 +229,12 @@ def test_verify_reports_a_missing_alfworld_game(tmp_path, monkeypatch, capsys):
     problems = data.verify(["alfworld"])
     assert len(problems) == 1 and str(gone) in problems[0] and "missing" in problems[0]
     assert "139 file(s) match" in capsys.readouterr().out
+
+
+def test_data_families_are_registered_by_the_envs_package():
+    import agentgym.envs  # noqa: F401  (registers them)
+
+    assert set(data.FAMILIES) == {"alfworld", "webshop", "hotpotqa"}
+    assert data._module("hotpotqa").__name__ == "agentgym.envs.hotpotqa.data"
+    with pytest.raises(SystemExit, match="unknown data set 'nope'"):
+        data._module("nope")

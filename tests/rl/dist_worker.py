@@ -44,7 +44,8 @@ def main(algo: str, strategy: str, out: str) -> None:
         from agentgym.rl.trainer import Trainer
 
         common.update(group_size=1)
-        tr = Trainer(tiny_echo_args(m.Args, run_dir, **common), algo="ppo", use_critic=True)
+        args = tiny_echo_args(m.Args, run_dir, **common)
+        tr = Trainer(args, algo="ppo", critic_learning_rate=args.critic_learning_rate)
         tr.fit(m.compute_advantages, m.ppo_loss)
     elif algo == "erl":
         import baselines.erl as m

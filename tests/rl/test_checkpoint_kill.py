@@ -16,8 +16,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from agentgym.rl.checkpoint import PAUSE_STAGES, latest_checkpoint, list_checkpoints, load_checkpoint  # noqa: E402
-from agentgym.rl.testing import TIME_KEYS, one_thread, tiny_echo_args  # noqa: E402
-from agentgym.rl.trainer import Trainer, param_vector  # noqa: E402
+from agentgym.rl.testing import TIME_KEYS, one_thread, param_vector, tiny_echo_args  # noqa: E402
+from agentgym.rl.trainer import Trainer  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 ITERATIONS = 3

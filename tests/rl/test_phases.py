@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from agentgym.rl.testing import one_thread
-from agentgym.rl.trainer import Trainer, param_vector
+from agentgym.rl.testing import one_thread, param_vector
+from agentgym.rl.trainer import Trainer
 from baselines import grpo
 
 ENV = "agentgym/FrozenLakeNotSlippery-v0"

@@ -93,8 +93,8 @@ def test_metrics_logger_writes_tensorboard_jsonl_and_curve(tmp_path):
 
 def test_gradient_accumulation_equals_one_big_batch(tmp_path):
     """Micro-batches with token-count normalisation give the same update as one forward over the mini-batch."""
-    from agentgym.rl.testing import tiny_echo_args
-    from agentgym.rl.trainer import Trainer, param_vector
+    from agentgym.rl.testing import param_vector, tiny_echo_args
+    from agentgym.rl.trainer import Trainer
     from baselines import grpo
 
     def one_update(micro):
@@ -144,8 +144,8 @@ def test_bf16_runs_keep_fp32_master_weights_so_small_steps_are_not_rounded_away(
     AdamW step at the tables' lr 1e-6 moves every weight that has a gradient (measured: 65% of the tiny model's;
     unused embedding rows get none). Weights held in bf16 (``master_weights: same``) lose nearly all such steps to
     rounding (bf16 keeps 8 bits of mantissa; measured: 0.8% moved)."""
-    from agentgym.rl.testing import tiny_echo_args
-    from agentgym.rl.trainer import Trainer, param_vector
+    from agentgym.rl.testing import param_vector, tiny_echo_args
+    from agentgym.rl.trainer import Trainer
     from baselines import grpo
 
     args = tiny_echo_args(
@@ -189,12 +189,12 @@ def test_cpu_computes_in_bf16_under_autocast_only_when_the_config_asks_and_the_c
     """``dtype: bfloat16`` on CPU runs forward/backward under bf16 autocast (the cpu SmolLM2 configs: 1.7x faster
     on an AVX-512-BF16 CPU) while the trained weights stay fp32; ``bf16_autocast: false``, fp32, or a CPU that
     would only emulate bf16 (3x slower than fp32) turns it off."""
-    from agentgym.rl import trainer as trainer_mod
+    from agentgym.rl import setup as setup_mod
     from agentgym.rl.testing import tiny_echo_args
     from agentgym.rl.trainer import Trainer
     from baselines import grpo
 
-    monkeypatch.setattr(trainer_mod, "cpu_has_native_bf16", lambda: native)
+    monkeypatch.setattr(setup_mod, "cpu_has_native_bf16", lambda: native)
     args = tiny_echo_args(grpo.Args, tmp_path / "r", dtype=dtype, bf16_autocast=autocast, device="cpu")
     tr = Trainer(args, algo="grpo")
     assert {p.dtype for p in tr.model.parameters()} == {torch.float32}

@@ -1,8 +1,9 @@
 """``agentgym train <algorithm> --config FILE [flags]``: runs one of the baselines through an explicit table.
 
-:data:`TRAINERS` is the one table of trainers (DESIGN.md section 6): a name, and a function that imports
-that baseline's module (``baselines/<name>.py``, shipped as the ``baselines`` package) when it is asked for.
-A new baseline adds one line here. Nothing is found by scanning folders or importing modules by name.
+:data:`TRAINERS` is the one table of trainers (DESIGN.md section 6): a name, and a function that imports that
+baseline's module (``baselines/<name>.py``) when it is asked for. A new baseline adds one line here and its name
+to the baselines contract in pyproject.toml. Nothing is found by scanning folders or importing modules by name.
+The table sits here, above ``agentgym.rl``, because it imports every baseline and the library imports none.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 
 def _ppo() -> ModuleType:
@@ -61,7 +63,7 @@ def _sft() -> ModuleType:
     return sft
 
 
-#: Algorithm name -> the loader of its baseline module (which has ``Args`` and ``main(argv)``).
+#: Algorithm name -> the loader of its baseline module (which has ``Args`` and ``train(args)``).
 TRAINERS: dict[str, Callable[[], ModuleType]] = {
     "ppo": _ppo,
     "grpo": _grpo,
@@ -89,30 +91,23 @@ def load_trainer(algo: str) -> ModuleType:
 
     Raises:
         KeyError: ``algo`` is not in the table (the message lists the known names).
-        ModuleNotFoundError: the ``baselines`` package is not installed (the message says how to install it).
+        ModuleNotFoundError: a module the baseline needs is missing.
     """
     if algo not in TRAINERS:
         raise KeyError(f"no baseline {algo!r}; known: {', '.join(ALGORITHMS)}")
-    try:
-        return TRAINERS[algo]()
-    except ModuleNotFoundError as e:
-        if e.name != "baselines":
-            raise
-        raise ModuleNotFoundError(
-            "the baselines package is not importable: reinstall agentgym from its source checkout "
-            "(`pip install -e .` in the repository root), which installs agentgym and baselines together",
-            name="baselines",
-        ) from e
+    return TRAINERS[algo]()
 
 
-def _check_configs(module, algo: str, argv: Sequence[str]) -> None:
-    """A missing or broken ``--config`` is one line with the fix (before any model loads), not a traceback."""
-    from agentgym.rl.checkpoint import latest_checkpoint
-    from agentgym.rl.config import key_line, load_config_file, make_args
+def parse_train_args(module: ModuleType, algo: str, argv: Sequence[str]) -> Any:
+    """``module.Args`` from ``--config FILE`` and the flags of ``argv``, parsed once.
 
-    paths = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--config"]
-    paths += [a.split("=", 1)[1] for a in argv if a.startswith("--config=")]
-    config: dict = {}
+    A missing or broken config, and a run to start from that is not there, end in one line with the fix (before
+    any model loads), not a traceback.
+    """
+    from agentgym.rl.config import key_line, load_config_file, make_args, parse_flags, split_config_flags
+
+    paths, flags = split_config_flags(argv)
+    config: dict[str, Any] = {}
     origin: dict[str, str] = {}  # field -> the file that set it last (to point a type error at its line)
     for path in paths:
         try:
@@ -122,7 +117,7 @@ def _check_configs(module, algo: str, argv: Sequence[str]) -> None:
         config.update(values)
         origin.update(dict.fromkeys(values, path))
     try:
-        args = make_args(module.Args, config)
+        default = make_args(module.Args, config)
     except TypeError as exc:
         field = str(exc).split(":", 1)[0]
         path = origin.get(field)
@@ -131,20 +126,27 @@ def _check_configs(module, algo: str, argv: Sequence[str]) -> None:
         raise SystemExit(f"agentgym train {algo}: {where}{exc}; fix the value in the config") from exc
     except ValueError as exc:
         raise SystemExit(f"agentgym train {algo}: {exc} (`agentgym train {algo} --help` lists the fields)") from exc
-    # A stage that starts from another run (SFT -> RL) fails in one line before any model loads.
-    flags = [argv[i + 1] for i, a in enumerate(argv[:-1]) if a in ("--init-from", "--init_from")]
-    init_from = flags[-1] if flags else getattr(args, "init_from", None)
-    if init_from and latest_checkpoint(init_from) is None and not (Path(init_from) / "state.pt").exists():
-        sft = [p for p in paths if Path(p).parent.joinpath(f"sft_{Path(p).name.split('_', 1)[-1]}").exists()]
-        hint = (
-            f"`agentgym train sft --config {Path(sft[0]).parent / ('sft_' + Path(sft[0]).name.split('_', 1)[-1])}`"
-            if sft
-            else "the run it names"
-        )
-        raise SystemExit(
-            f"agentgym train {algo}: init_from {init_from}: no checkpoint there (no ckpt_*/state.pt); this config "
-            f"starts from an earlier run: train that first ({hint}), or point --init-from at a finished run folder"
-        )
+    args = parse_flags(module.Args, default, flags, prog=f"agentgym train {algo}")
+    _check_init_from(args.init_from, algo, paths)
+    return args
+
+
+def _check_init_from(init_from: str | None, algo: str, paths: Sequence[str]) -> None:
+    """A stage that starts from another run (SFT -> RL) fails in one line when that run is not there."""
+    from agentgym.rl.checkpoint import latest_checkpoint
+
+    if not init_from or latest_checkpoint(init_from) is not None or (Path(init_from) / "state.pt").exists():
+        return
+    sft = [p for p in paths if Path(p).parent.joinpath(f"sft_{Path(p).name.split('_', 1)[-1]}").exists()]
+    hint = (
+        f"`agentgym train sft --config {Path(sft[0]).parent / ('sft_' + Path(sft[0]).name.split('_', 1)[-1])}`"
+        if sft
+        else "the run it names"
+    )
+    raise SystemExit(
+        f"agentgym train {algo}: init_from {init_from}: no checkpoint there (no ckpt_*/state.pt); this config "
+        f"starts from an earlier run: train that first ({hint}), or point --init-from at a finished run folder"
+    )
 
 
 def train_main(argv: Sequence[str] | None = None) -> int:
@@ -156,15 +158,10 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     algo, rest = argv[0], argv[1:]
     try:
         module = load_trainer(algo)
-    except (KeyError, ModuleNotFoundError) as e:
+    except KeyError as e:
         print(f"agentgym train: {e.args[0]}", file=sys.stderr)
         return 2
-    _check_configs(module, algo, rest)
-    saved, sys.argv = sys.argv, [f"agentgym train {algo}", *rest]  # the usage line names what was typed
-    try:
-        module.main(rest)
-    finally:
-        sys.argv = saved
+    module.train(parse_train_args(module, algo, rest))
     return 0
 
 
