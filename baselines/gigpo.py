@@ -20,7 +20,7 @@ The joint advantage of a turn is
   (f974dc5 and d0b9724). ``step_return="penalised"`` (ours, the default): the discounted sum of the
   *penalised* turn rewards, so a later invalid turn lowers every earlier turn's return.
 
-Actor loss as GRPO's (``baselines/grpo.py``: PPO-clip, KL, entropy), ``agentgym.rl.losses.actor_loss``.
+Actor loss: GRPO's ``policy_loss``, imported from ``baselines/grpo.py`` (PPO-clip, KL, entropy).
 
 Run: ``python baselines/gigpo.py --config baselines/configs/gigpo_std_alfworld_qwen2.5-1.5b.yaml``
 """
@@ -40,9 +40,10 @@ from agentgym.rl.advantages import group_normalize, normalize_contiguous_groups
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
-from agentgym.rl.losses import actor_loss, episode_returns
+from agentgym.rl.losses import episode_returns
 from agentgym.rl.rewards import step_row_scores, turn_penalties
 from agentgym.rl.trainer import Trainer
+from baselines.grpo import policy_loss
 
 
 @dataclass
@@ -164,7 +165,7 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
 
 def train(args: Args) -> dict[str, float]:
     """Train with GiGPO; returns the last iteration's metrics."""
-    return Trainer(args, algo=f"gigpo-{args.mode}").fit(compute_advantages, actor_loss)
+    return Trainer(args, algo=f"gigpo-{args.mode}").fit(compute_advantages, policy_loss)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

@@ -16,7 +16,7 @@ run one of two ways (``gae``):
   shaped reward of each turn on its last token; V past the episode's last token = 0.
 
 Returns ``A + V`` are the critic's targets; advantages are whitened over the batch (verl ``masked_whiten``).
-Loss: PPO-clip actor loss (GRPO's, ``baselines/grpo.py``; ``agentgym.rl.losses.actor_loss``) + the clipped value
+Loss: PPO-clip actor loss (GRPO's ``policy_loss``, imported from ``baselines/grpo.py``) + the clipped value
 loss ``0.5 max((V - y)^2, (clip(V, V_old +- c) - y)^2)`` with c = ``value_clip`` (verl default 0.5).
 
 Run: ``python baselines/ppo.py --config baselines/configs/ppo_alfworld_qwen2.5-1.5b.yaml``
@@ -37,9 +37,10 @@ from agentgym.rl.batch import TurnBatch, episode_groups
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
 from agentgym.rl.distributed import DistInfo, sum_over_ranks
-from agentgym.rl.losses import LossStats, actor_loss, clipped_value_loss, loss_normalizer
+from agentgym.rl.losses import LossStats, clipped_value_loss, loss_normalizer
 from agentgym.rl.rewards import turn_penalties
 from agentgym.rl.trainer import Trainer
+from baselines.grpo import policy_loss
 
 
 @dataclass
@@ -170,7 +171,7 @@ def ppo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float) ->
     Both aggregated by ``loss_agg_mode`` over the mini-batch (token means by default).
     """
     a = trainer.args
-    loss, stats = actor_loss(trainer, mb, n_tokens, n_rows)
+    loss, stats = policy_loss(trainer, mb, n_tokens, n_rows)  # the actor's: GRPO's loss
     mask = mb["completion_mask"]  # (B, T)
     values = trainer.critic_values(mb)  # (B, T)
     v_loss, v_clipfrac = clipped_value_loss(

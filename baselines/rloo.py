@@ -10,8 +10,7 @@ default of the table's scripts), the default ``episode_advantage="rows"`` applie
 is scored episode reward - 0.1 * invalid(turn) (as GRPO) and the baseline is the mean of the other rows of
 its group, ``A_row = n/(n-1) * (s_row - mean_rows)`` with ``n`` the group's row count, copied to the row's
 tokens. ``episode_advantage="episodes"`` is the formula above on summed episode returns, copied to every
-turn of the episode. Actor loss as GRPO's (``baselines/grpo.py``; PPO-clip, KL, entropy),
-``agentgym.rl.losses.actor_loss``.
+turn of the episode. Actor loss: GRPO's ``policy_loss``, imported from ``baselines/grpo.py`` (PPO-clip, KL, entropy).
 
 Run: ``python baselines/rloo.py --config baselines/configs/rloo_alfworld_qwen2.5-1.5b.yaml``
 """
@@ -31,9 +30,10 @@ from agentgym.rl.advantages import group_members
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
-from agentgym.rl.losses import actor_loss, episode_returns
+from agentgym.rl.losses import episode_returns
 from agentgym.rl.rewards import step_row_scores
 from agentgym.rl.trainer import Trainer
+from baselines.grpo import policy_loss
 
 
 @dataclass
@@ -93,7 +93,7 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
 
 def train(args: Args) -> dict[str, float]:
     """Train with RLOO; returns the last iteration's metrics."""
-    return Trainer(args, algo="rloo").fit(compute_advantages, actor_loss)
+    return Trainer(args, algo="rloo").fit(compute_advantages, policy_loss)
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:

@@ -1,7 +1,7 @@
 """SEED: self-distillation of episode lessons into the policy (arXiv 2607.14777), on top of GRPO.
 
-What differs from GRPO (``baselines/grpo.py``; its group advantage and PPO-clip loss are written again below
-from the same primitives of ``agentgym.rl``, as baselines never import each other):
+What differs from GRPO (``baselines/grpo.py``; its group advantage is imported from there, its PPO-clip term is
+written below from the same primitives of ``agentgym.rl``, beside the distillation term):
 
 * **lessons** -- after each episode the frozen previous policy (the weights that sampled it) reads its
   own transcript and answers a JSON-only analyser prompt with the paper's fields ``episode_summary`` (on
@@ -51,24 +51,22 @@ import torch
 from agentgym.agents.oracle import OracleAnalyser
 from agentgym.prompts.lesson import build_lesson_messages
 from agentgym.records import EpisodeSpec
-from agentgym.rl.advantages import flat_group_fraction, group_normalize, normalize_contiguous_groups
-from agentgym.rl.batch import TurnBatch, broadcast_turn_values, build_batch
+from agentgym.rl.batch import TurnBatch, build_batch
 from agentgym.rl.config import GroupArgs, parse_args
 from agentgym.rl.hooks import LessonWriter, chat_analyser, encode_chat
 from agentgym.rl.losses import (
     LossStats,
     add_kl_entropy,
     clipped_policy_loss,
-    episode_returns,
     masked_sum,
     micro_batch_scale,
     scale_stats,
     sft_loss,
 )
-from agentgym.rl.rewards import step_row_scores
 from agentgym.rl.rollout import RolloutBatch, fit_prompt
 from agentgym.rl.toy import BareContextTemplate
 from agentgym.rl.trainer import Trainer
+from baselines.grpo import compute_advantages
 
 
 @dataclass
@@ -125,27 +123,7 @@ class Args(GroupArgs):
     """write every episode with its lesson to ``<run>/episodes.jsonl``"""
 
 
-# -- GRPO's advantage, SEED's gated on-policy distillation -----------------------------------------------------
-def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
-    """GRPO's group-normalised advantage (``baselines/grpo.py``) on every response token, unchanged."""
-    a = trainer.args
-    if a.episode_advantage not in ("rows", "episodes"):
-        raise ValueError(f"unknown episode_advantage {a.episode_advantage!r}: use 'rows' (verl-agent) or 'episodes'")
-    rets = episode_returns(batch)
-    returns = torch.tensor([rets.get(e, 0.0) for e in range(max(rets) + 1)])  # (N,) episodes, groups contiguous
-    if a.episode_advantage == "rows":  # R_episode - penalty(turn), statistics over the group's turn rows
-        scores = torch.tensor(step_row_scores(batch.meta, a.invalid_penalty))  # (B,)
-        per_turn = group_normalize(scores, [m["group"] for m in batch.meta], norm_by_std=a.norm_adv_by_std).tolist()
-    else:  # statistics over the group's G episode returns
-        adv = normalize_contiguous_groups(returns, a.group_size, norm_by_std=a.norm_adv_by_std)  # (N,)
-        per_turn = [float(adv[m["episode"]]) for m in batch.meta]
-    batch["advantages"] = broadcast_turn_values(per_turn, batch["completion_mask"])  # (B, T)
-    return {
-        "adv/mean_abs": float(torch.tensor(per_turn).abs().mean()),
-        "adv/groups_all_equal": float(flat_group_fraction(returns, a.group_size)),
-    }
-
-
+# -- SEED's gated on-policy distillation (the advantage is GRPO's) -----------------------------------------------------
 def seed_gate(teacher_per_token_logps: torch.Tensor, per_token_logps: torch.Tensor, gate_beta: float = 5.0):
     """g = sigma(beta * sg[l_skill - l_theta]) per token, ``(B, T)``, no gradient.
 

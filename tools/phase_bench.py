@@ -76,7 +76,7 @@ def one_iteration(args) -> dict:
 
     trainer.optimizer.step = timed_step
     t0 = time.perf_counter()
-    m = trainer.train_iteration(gigpo.compute_advantages, gigpo.actor_loss)
+    m = trainer.train_iteration(gigpo.compute_advantages, gigpo.policy_loss)
     wall = time.perf_counter() - t0
     rows = m["rollout/num_turns"]
     tokens = m["perf/train_tokens"]  # prompt + response tokens of every row: what each full pass processes

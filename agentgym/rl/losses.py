@@ -5,9 +5,8 @@ Names follow TRL (``per_token_logps``, ``old_per_token_logps``, ``ref_per_token_
 aggregation is verl's ``loss_agg_mode`` (:func:`agg_loss`; token mean by default) over the whole (micro-)batch
 unless a caller passes its own normaliser.
 
-These are primitives: each baseline writes its own loss from them (``baselines/grpo.py`` term by term), so
-that no baseline imports another. :func:`actor_loss` is verl's actor loss (PPO-clip + k3 KL - entropy), the
-loss GRPO writes out and RLOO, GiGPO and PPO's actor train with unchanged. :func:`clipped_policy_loss` and
+These are primitives: each baseline writes its own loss from them (``baselines/grpo.py`` term by term; RLOO,
+GiGPO and PPO's actor import GRPO's loss from there). :func:`clipped_policy_loss` and
 :func:`add_kl_entropy` read their coefficients from a config (``epsilon_low/high``, ``clip_ratio_c``, ``beta``,
 ``entropy_coef``, ``loss_agg_mode``); :func:`micro_batch_scale` turns a piece normalised by the mini-batch's
 count back into this micro-batch's own mean for reporting; :func:`sft_loss` is the token-mean NLL of supervised
@@ -300,20 +299,3 @@ SCALED_STATS = ("losses/policy_loss", "losses/kl_ref", "losses/entropy")
 def scale_stats(stats: LossStats, scale: float, keys: tuple[str, ...] = SCALED_STATS) -> LossStats:
     """``stats`` with the entries named in ``keys`` multiplied by ``scale`` (:func:`micro_batch_scale`)."""
     return {k: v * scale if k in keys else v for k, v in stats.items()}
-
-
-def actor_loss(trainer: Policy, mb: TurnBatch, n_tokens: float, n_rows: float) -> tuple[torch.Tensor, LossStats]:
-    """verl's actor loss on a micro-batch: PPO-clip + beta * k3 KL - entropy_coef * entropy, by ``loss_agg_mode``.
-
-    The loss of GRPO (``baselines/grpo.py`` writes it out term by term; a test holds the two equal bit for bit),
-    with which RLOO, GiGPO and PPO's actor train. ``n_tokens`` / ``n_rows`` are the mini-batch's counts
-    (:func:`loss_counts`); the reported pieces are this micro-batch's own means.
-    """
-    a = trainer.args
-    out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
-    mask = mb["completion_mask"]  # (B, T)
-    norm = loss_normalizer(a, n_tokens, n_rows)
-    pg_loss, stats = clipped_policy_loss(a, out["per_token_logps"], mb, mask, norm)
-    result: LossStats = {"losses/policy_loss": pg_loss.detach(), **{f"losses/{k}": v for k, v in stats.items()}}
-    loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, norm)
-    return loss, scale_stats(result, micro_batch_scale(norm, mask, a.loss_agg_mode))

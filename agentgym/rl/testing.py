@@ -1,7 +1,7 @@
 """Checks every baseline's smoke test runs: tiny model, 2 iterations, parameters move, metrics finite, exact resume.
 
 Used by ``tests/baselines/test_*.py`` (and usable by any new baseline): a baseline module exposes ``Args``,
-``compute_advantages`` and a loss (``policy_loss``/``actor_loss``/``ppo_loss``/``sapo_loss``);
+``compute_advantages`` and a loss (``policy_loss``/``ppo_loss``/``sapo_loss``);
 :func:`smoke_and_resume` trains it for two iterations in one go, then again as one iteration + stop +
 ``--resume`` for the second, and checks that both runs end with identical parameters and identical
 second-iteration metrics.

@@ -72,7 +72,7 @@ def test_gigpo_unknown_mode():
 
 
 def test_gigpo_smoke_two_iterations_and_exact_resume(tmp_path):
-    out = smoke_and_resume(gigpo, tmp_path, loss_name="actor_loss", algo="gigpo")
+    out = smoke_and_resume(gigpo, tmp_path, loss_name="policy_loss", algo="gigpo")
     assert out["metrics"]["adv/mean_step_group_size"] >= 1.0
 
 
@@ -85,7 +85,7 @@ def test_gigpo_learns_echo_bandit(tmp_path):
     """
     vals = []
     for seed in (1, 2, 3):
-        out = learning_run(gigpo, tmp_path / f"s{seed}", loss_name="actor_loss", algo="gigpo", seed=seed)
+        out = learning_run(gigpo, tmp_path / f"s{seed}", loss_name="policy_loss", algo="gigpo", seed=seed)
         print(
             f"\ngigpo seed {seed}: success first 3 iterations {out['start']:.2f} -> last 5 {out['end']:.2f}, "
             f"validation {out['val']:.2f}"

@@ -124,12 +124,28 @@ class _StandIn:
 
 
 @pytest.mark.parametrize("mode", ["token-mean", "seq-mean-token-sum"])
-def test_grpos_loss_is_the_shared_actor_loss(mode):
-    """GRPO writes out the actor loss that RLOO, GiGPO and PPO's actor train with (``actor_loss``): bit for bit."""
+def test_grpos_written_out_loss_equals_the_primitives_the_other_methods_compose(mode):
+    """GRPO writes its loss out term by term; SAPO, ERL and SEED build the same PPO-clip + KL - entropy from
+    ``clipped_policy_loss`` and ``add_kl_entropy``, and PPO's actor calls GRPO's: all three agree bit for bit."""
     from types import SimpleNamespace
 
-    from agentgym.rl.losses import actor_loss
+    from agentgym.rl.losses import (
+        add_kl_entropy,
+        clipped_policy_loss,
+        loss_normalizer,
+        micro_batch_scale,
+        scale_stats,
+    )
     from baselines import ppo
+
+    def composed(trainer, mb, n_tokens, n_rows):
+        a = trainer.args
+        out = trainer.forward(mb, want_entropy=a.entropy_coef > 0)
+        mask, norm = mb["completion_mask"], loss_normalizer(a, n_tokens, n_rows)
+        pg_loss, stats = clipped_policy_loss(a, out["per_token_logps"], mb, mask, norm)
+        result = {"losses/policy_loss": pg_loss.detach(), **{f"losses/{k}": v for k, v in stats.items()}}
+        loss = add_kl_entropy(a, pg_loss, result, out, mb, mask, norm)
+        return loss, scale_stats(result, micro_batch_scale(norm, mask, a.loss_agg_mode))
 
     gen = torch.Generator().manual_seed(0)
     B, T = 4, 5
@@ -156,17 +172,7 @@ def test_grpos_loss_is_the_shared_actor_loss(mode):
         return loss.detach(), logp.grad, ent.grad, stats
 
     ref = run(grpo.policy_loss, args)
-    for loss_fn, a in ((actor_loss, args), (ppo.ppo_loss, ppo_args)):
+    for loss_fn, a in ((composed, args), (ppo.ppo_loss, ppo_args)):
         got = run(loss_fn, a)
         assert torch.equal(got[0], ref[0]) and torch.equal(got[1], ref[1]) and torch.equal(got[2], ref[2])
         assert all(torch.equal(got[3][k], v) for k, v in ref[3].items())
-
-
-@pytest.mark.parametrize("episode_advantage", ["rows", "episodes"])
-def test_seed_uses_grpos_advantage(episode_advantage):
-    from baselines import seed
-
-    trainer = _trainer(episode_advantage=episode_advantage)
-    ours, theirs = _batch(GROUP_META), _batch(GROUP_META)
-    assert seed.compute_advantages(trainer, ours) == grpo.compute_advantages(trainer, theirs)
-    assert torch.equal(ours["advantages"], theirs["advantages"])

@@ -39,13 +39,13 @@ def test_rloo_rejects_groups_of_one():
 
 
 def test_rloo_smoke_two_iterations_and_exact_resume(tmp_path):
-    smoke_and_resume(rloo, tmp_path, loss_name="actor_loss", algo="rloo")
+    smoke_and_resume(rloo, tmp_path, loss_name="policy_loss", algo="rloo")
 
 
 @pytest.mark.slow
 def test_rloo_learns_echo_bandit(tmp_path):
     """Tiny random model, CPU: success rises from ~1/3 to >= 0.8 (validation at temperature 0.4)."""
-    out = learning_run(rloo, tmp_path, loss_name="actor_loss", algo="rloo")
+    out = learning_run(rloo, tmp_path, loss_name="policy_loss", algo="rloo")
     print(
         f"\nrloo: success first 3 iterations {out['start']:.2f} -> last 5 {out['end']:.2f}, validation {out['val']:.2f}"
     )
