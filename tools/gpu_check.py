@@ -125,9 +125,7 @@ def run_one(algo: str, opts: argparse.Namespace, out_dir: Path) -> dict[str, flo
         kw["critic_learning_rate"] = args.critic_learning_rate
     if algo == "sapo":
         kw["reserved_tokens"] = [module.W_PLUS, module.W_MINUS]
-    loss = {"ppo": "ppo_loss", "sapo": "sapo_loss", }.get(
-        algo, "policy_loss"
-    )
+    loss = {"ppo": "ppo_loss", "sapo": "sapo_loss"}.get(algo, "policy_loss")
     if opts.device.startswith("cuda"):
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats()

@@ -117,9 +117,7 @@ def train_one(method: str, seed: int, overrides: dict[str, Any] | None = None) -
                 kw["critic_learning_rate"] = args.critic_learning_rate
             if method == "sapo":
                 kw["reserved_tokens"] = [baselines.sapo.W_PLUS, baselines.sapo.W_MINUS]
-            loss = {"ppo": "ppo_loss", "sapo": "sapo_loss", }.get(
-                method, "policy_loss"
-            )
+            loss = {"ppo": "ppo_loss", "sapo": "sapo_loss"}.get(method, "policy_loss")
             tr = Trainer(args, algo=method, **kw)
             tr.fit(mod.compute_advantages, getattr(mod, loss))
         hist = list(tr.logger.history)
