@@ -86,8 +86,24 @@ def test_cpu_table_trains_sft_for_the_asked_epochs_and_rl_from_that_run(tmp_path
     sft, rl = cmds
     assert sft[sft.index("--total-iterations") + 1] == "3" and sft[sft.index("--output-dir") + 1] == str(tmp_path)
     assert rl[rl.index("--init-from") + 1] == str(tmp_path / "sft_smollm2_sokoban") and "--total-iterations" not in rl
+    assert rl[rl.index("--save-every") + 1] == "1" and "--save-every" not in sft  # RL runs resume from any iteration
     cpu_table.train("sokoban", "sft", None, tmp_path, 1)  # the config's epochs
     assert "--total-iterations" not in cmds[-1]
+
+
+def test_cpu_table_keeps_only_the_last_checkpoint_of_a_finished_run(tmp_path):
+    import cpu_table
+
+    run = tmp_path / "grpo_smollm2_frozenlake_s1"
+    for i in (5, 6):
+        (run / f"ckpt_{i:06d}").mkdir(parents=True)
+        (run / f"ckpt_{i:06d}" / "state.pt").write_bytes(b"x")
+    cpu_table.prune_checkpoints(run)  # not finished (no exported model): both stay, the run may resume
+    assert sorted(p.name for p in run.glob("ckpt_*")) == ["ckpt_000005", "ckpt_000006"]
+    (run / "model").mkdir()
+    (run / "model" / "config.json").write_text("{}")
+    cpu_table.prune_checkpoints(run)
+    assert sorted(p.name for p in run.glob("ckpt_*")) == ["ckpt_000006"]
 
 
 def test_cpu_table_runs_the_seed_mechanism_comparison_from_one_lesson_reflection_sft(tmp_path, monkeypatch):

@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -135,14 +136,26 @@ def train(
         return run_dir
     cmd = [sys.executable, f"baselines/{script(method)}.py", "--config", str(config_path(env, method, sft))]
     cmd += ["--output-dir", str(runs), "--exp-name", name, "--no-progress"]
-    if seed is not None:
+    if seed is not None:  # an RL run: a checkpoint every iteration, so a killed run loses one iteration at most
         cmd += ["--seed", str(seed), "--init-from", str(runs / config(env, "sft", sft)["exp_name"])]
+        cmd += ["--save-every", "1"]
     if method == "sft" and sft_epochs:
         cmd += ["--total-iterations", str(sft_epochs)]
     if (run_dir / "metrics.jsonl").exists():
         cmd.append("--resume")  # a killed run continues from its last checkpoint
     run(cmd, run_dir.with_name(run_dir.name + ".log"), threads)
+    prune_checkpoints(run_dir)
     return run_dir
+
+
+def prune_checkpoints(run_dir: Path) -> None:
+    """Keep a finished run's last checkpoint only (its exported model is what the evaluations read; 1.6 GB per
+    SmolLM2 checkpoint with its optimizer, and the trainer keeps two while it runs)."""
+    from agentgym.rl.checkpoint import list_checkpoints
+
+    if (run_dir / "model" / "config.json").exists():
+        for old in list_checkpoints(run_dir)[:-1]:
+            shutil.rmtree(old)
 
 
 def tag(temperature: float) -> str:
