@@ -408,10 +408,11 @@ def _eval_trials(args: argparse.Namespace, agent: Any, specs: list) -> int:
 
 def _print_paper_columns(env_id: str, agent: str, episodes: Sequence[Any]) -> None:
     """The published tables' columns (ALFWorld per task type, WebShop score, HotpotQA EM/F1) when they apply."""
+    from agentgym.core import env_family
     from agentgym.evaluation import format_table
-    from agentgym.results import ResultsError, columns, env_results, family
+    from agentgym.results import ResultsError, columns, env_results
 
-    if family(env_id) not in ("alfworld", "webshop", "hotpotqa") or not episodes:
+    if env_family(env_id) not in ("ALFWorld", "WebShop", "HotpotQA") or not episodes:
         return
     try:
         res = env_results(env_id, episodes)
@@ -426,8 +427,8 @@ def _print_paper_columns(env_id: str, agent: str, episodes: Sequence[Any]) -> No
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    from agentgym.agent_io import EpisodeSpec, seed_specs
     from agentgym.evaluation import format_table, run_episodes
-    from agentgym.records import EpisodeSpec, seed_specs
 
     if args.suite:
         return cmd_eval_suite(args)
@@ -472,9 +473,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_expert_trajectories(args: argparse.Namespace) -> int:
     """``data expert-trajectories ENV_ID --episodes N --out FILE``: the env expert's episodes as SFT data."""
+    from agentgym.agent_io import seed_specs
     from agentgym.agents import ExpertAgent
     from agentgym.evaluation import run_episodes
-    from agentgym.records import seed_specs
 
     if not args.out:
         raise SystemExit("data expert-trajectories needs --out FILE (a JSONL episode log)")

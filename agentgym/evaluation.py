@@ -15,10 +15,10 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentgym.agent_io import EpisodeSpec, episode_key, seed_specs  # noqa: F401  (EpisodeSpec, seed_specs: public API here too)
 from agentgym.agents.base import agent_config
 from agentgym.episodes import Episode, JsonlWriter, iter_episodes, summarize, to_jsonable
 from agentgym.loop import TurnResult, run_loop
-from agentgym.records import EpisodeSpec, episode_key, seed_specs  # noqa: F401  (EpisodeSpec, seed_specs: public API here too)
 
 
 @dataclass

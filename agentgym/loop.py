@@ -3,7 +3,7 @@
 Evaluation (:func:`agentgym.evaluation.run_episodes`) and RL rollouts (:func:`agentgym.rl.rollout.collect_rollouts`)
 both call :func:`run_loop`, so what an agent sees, how a step is recorded and when an episode ends cannot
 drift apart between the two (rLLM#331 is that bug in a peer). Each turn the loop builds one
-:class:`~agentgym.records.AgentInput` per live episode from its :class:`EpisodeState`, asks the agent for all
+:class:`~agentgym.agent_io.AgentInput` per live episode from its :class:`EpisodeState`, asks the agent for all
 actions in one batched ``act`` call, steps the envs in one batched call and records the step.
 
 What an agent receives is agent-facing only (DESIGN.md section 2.5): the observation, the history and the
@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgym.agent_io import AgentAction, AgentInput, EpisodeSpec
 from agentgym.episodes import Episode, EpisodeBuilder
-from agentgym.records import AgentAction, AgentInput, EpisodeSpec
 
 log = logging.getLogger(__name__)
 

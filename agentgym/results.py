@@ -37,20 +37,14 @@ class ResultsError(ValueError):
     """The episodes cannot be scored (e.g. an ALFWorld episode without a known task type)."""
 
 
-def family(env_id: str) -> str:
-    """The env family of an id: ``alfworld``, ``webshop``, ``hotpotqa``, ``sokoban``, ``frozenlake`` or ``other``."""
-    fam = env_family(env_id)
-    return fam.lower() if fam is not None else "other"
-
-
 def columns(env_id: str) -> list[str]:
     """The result columns of an env, in table order."""
-    fam = family(env_id)
-    if fam == "alfworld":
+    fam = env_family(env_id)
+    if fam == "ALFWorld":
         return [*ALFWORLD_TYPES, "All"]
-    if fam == "webshop":
+    if fam == "WebShop":
         return ["Score", "Succ."]
-    if fam == "hotpotqa":
+    if fam == "HotpotQA":
         return ["EM", "F1"]
     return ["Success", "Return"]
 
@@ -118,8 +112,8 @@ def env_results(env_id: str, episodes: Iterable[Episode]) -> dict[str, float]:
         ResultsError: an ALFWorld episode has no recognisable ``task_type``.
     """
     eps = list(episodes)
-    fam = family(env_id)
-    if fam == "alfworld":
+    fam = env_family(env_id)
+    if fam == "ALFWorld":
         by_type: dict[str, list[float]] = {c: [] for c in ALFWORLD_TYPES}
         for ep in eps:
             col = alfworld_type(_info_value(ep, "task_type"))
@@ -132,12 +126,12 @@ def env_results(env_id: str, episodes: Iterable[Episode]) -> dict[str, float]:
         out = {c: _pct(v) for c, v in by_type.items() if v}
         out["All"] = _pct([float(ep.success) for ep in eps])
         return out
-    if fam == "webshop":
+    if fam == "WebShop":
         return {
             "Score": _pct([_final(ep, "task_score") for ep in eps]),
             "Succ.": _pct([float(ep.success) for ep in eps]),
         }
-    if fam == "hotpotqa":
+    if fam == "HotpotQA":
         return {"EM": _pct([_final(ep, "em") for ep in eps]), "F1": _pct([_final(ep, "f1") for ep in eps])}
     mean_return = sum(ep.total_return for ep in eps) / len(eps) if eps else 0.0
     return {"Success": _pct([float(ep.success) for ep in eps]), "Return": round(mean_return, DECIMALS)}

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from agentgym.records import EpisodeSpec
+from agentgym.agent_io import EpisodeSpec
 
 #: ALFWorld eval split sizes (json_2.1.1): valid_seen, valid_unseen.
 ALFWORLD_SPLITS: dict[str, int] = {"valid_seen": 140, "valid_unseen": 134}

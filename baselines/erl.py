@@ -56,6 +56,7 @@ if __package__ in (None, ""):  # `python baselines/erl.py`: make the checkout im
 import numpy as np
 import torch
 
+from agentgym.agent_io import EpisodeSpec
 from agentgym.agents.oracle import oracle_reflection_reply
 from agentgym.prompts.reflection import (
     FORMS,
@@ -65,7 +66,6 @@ from agentgym.prompts.reflection import (
     raw_attempt_context,
     reflection_record,
 )
-from agentgym.records import EpisodeSpec
 from agentgym.rl.advantages import group_normalize
 from agentgym.rl.batch import TurnBatch, broadcast_turn_values, build_batch, turn_meta
 from agentgym.rl.config import GroupArgs, parse_args

@@ -48,9 +48,9 @@ if __package__ in (None, ""):  # `python baselines/seed.py`: make the checkout i
 import numpy as np
 import torch
 
+from agentgym.agent_io import EpisodeSpec
 from agentgym.agents.oracle import OracleAnalyser
 from agentgym.prompts.lesson import build_lesson_messages
-from agentgym.records import EpisodeSpec
 from agentgym.rl.batch import TurnBatch, build_batch
 from agentgym.rl.config import GroupArgs, parse_args
 from agentgym.rl.hooks import LessonWriter, chat_analyser, encode_chat

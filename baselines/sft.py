@@ -35,8 +35,8 @@ if __package__ in (None, ""):  # `python baselines/sft.py`: make the checkout im
 
 import torch
 
+from agentgym.agent_io import AgentInput, seed_specs
 from agentgym.episodes import Episode, read_episodes
-from agentgym.records import AgentInput, seed_specs
 from agentgym.rl.batch import TurnBatch, build_batch
 from agentgym.rl.config import Args as BaseArgs
 from agentgym.rl.config import parse_args
@@ -297,10 +297,10 @@ def analysis_rows(
         add(chat, oracle_reflection_reply(ep, args.reflection_form, crit=c))  # ERL appends the base prompt itself
     n_context = 0
     if args.context_rows:
+        from agentgym.agent_io import EpisodeSpec
         from agentgym.agents import ExpertAgent
         from agentgym.agents.oracle import oracle_lesson
         from agentgym.evaluation import run_episodes
-        from agentgym.records import EpisodeSpec
 
         specs = [EpisodeSpec(seed=ep.seed, options=ep.options) for ep in failures]
         experts = run_episodes(args.env_id, ExpertAgent(), specs, env_kwargs=args.env_kwargs or None).episodes
@@ -461,7 +461,7 @@ def mean_nll(trainer: Trainer, batch: TurnBatch) -> float:
 @torch.no_grad()
 def validate(trainer: Trainer) -> dict[str, float]:
     """Play ``val_tasks`` fixed-seed episodes (``Trainer.validate``'s seeds) with the model: success and invalid rates."""
-    from agentgym.records import EpisodeSpec
+    from agentgym.agent_io import EpisodeSpec
 
     a = trainer.args
     tasks = [EpisodeSpec(seed=10_000_000 + i) for i in range(a.val_tasks)]

@@ -152,7 +152,7 @@ def test_eval_bad_arguments_fail_with_a_message():
 
 
 ALWAYS_LEFT = (
-    "from agentgym.records import AgentAction\n"
+    "from agentgym.agent_io import AgentAction\n"
     "class AlwaysLeft:\n"
     "    name = 'always-left'\n"
     "    def act(self, inputs):\n"

@@ -13,9 +13,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import demo  # noqa: E402
 
+from agentgym.agent_io import seed_specs  # noqa: E402
 from agentgym.agents import ExpertAgent, RandomAgent  # noqa: E402
 from agentgym.evaluation import run_episodes  # noqa: E402
-from agentgym.records import seed_specs  # noqa: E402
 
 
 def play(folder: Path, agent, n: int = 6) -> dict:

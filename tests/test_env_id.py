@@ -7,8 +7,8 @@ import pytest
 
 import agentgym  # noqa: F401
 from agentgym.core import EnvId, env_family, env_version, parse_env_id
-from agentgym.prompts import env_family as template_family
-from agentgym.results import family as results_family
+from agentgym.prompts import TEMPLATES, get_template
+from agentgym.results import columns
 from agentgym.rl.rewards import success_scale_for
 
 
@@ -38,6 +38,6 @@ def test_every_registered_id_has_one_family_for_templates_results_and_rewards():
     for env_id in (i for i in gym.registry if i.startswith("agentgym/")):
         fam = env_family(env_id)
         assert env_version(env_id) >= 0
-        assert template_family(env_id) == (fam or "*")
-        assert results_family(env_id) == (fam.lower() if fam else "other")
+        assert type(get_template(env_id)) in TEMPLATES[fam if fam in TEMPLATES else "*"].values()
+        assert (columns(env_id) == ["Success", "Return"]) == (fam not in ("ALFWorld", "WebShop", "HotpotQA"))
         assert (success_scale_for(env_id) is not None) == (fam in ("ALFWorld", "WebShop"))

@@ -11,11 +11,11 @@ import textwrap
 
 import pytest
 
+from agentgym.agent_io import EpisodeSpec
 from agentgym.agents.base import RandomAgent
 from agentgym.envpool import EnvPool, EnvWorkerCrash
 from agentgym.episodes import read_episodes
 from agentgym.evaluation import run_episodes, seed_specs
-from agentgym.records import EpisodeSpec
 
 ENV = "agentgym/FrozenLake-v0"  # multi-turn, seeded maps and slippery moves: replay must reproduce both
 

@@ -7,6 +7,7 @@ import re
 import pytest
 import torch
 
+from agentgym.agent_io import AgentAction
 from agentgym.agents.base import RandomAgent
 from agentgym.agents.llm import HFChat, LLMAgent
 from agentgym.episodes import read_episodes
@@ -15,7 +16,6 @@ from agentgym.loop import HIDDEN_INFO_KEYS, agent_view
 from agentgym.models.generation import Completion, chat_prompt_ids
 from agentgym.models.tiny import make_tiny_model
 from agentgym.prompts import get_template
-from agentgym.records import AgentAction
 from agentgym.rl.rollout import collect_rollouts
 
 torch.set_num_threads(1)

@@ -31,11 +31,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from agentgym.agent_io import EpisodeSpec, seed_specs  # noqa: E402
 from agentgym.agents import ExpertAgent, RandomAgent  # noqa: E402
 from agentgym.data import DataNotFoundError  # noqa: E402
 from agentgym.episodes import read_episodes, replay  # noqa: E402
 from agentgym.evaluation import format_table, run_episodes  # noqa: E402
-from agentgym.records import EpisodeSpec, seed_specs  # noqa: E402
 from agentgym.suites import EVAL_SEED_BASE  # noqa: E402
 
 COLUMNS = ["env", "agent", "episodes", "success_rate", "mean_return", "mean_length", "invalid_rate"]

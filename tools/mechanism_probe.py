@@ -51,7 +51,7 @@ def probe(
 ) -> dict:
     """All three measurements for one model folder (a run folder with a checkpoint, ``--init-from`` style);
     ``overrides`` replaces config fields (the tests' tiny model)."""
-    from agentgym.records import seed_specs
+    from agentgym.agent_io import seed_specs
     from baselines import erl, sft
     from baselines import seed as seed_mod
 

@@ -75,10 +75,10 @@ def pool_soak(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Play ``episodes`` random episodes of ``env_id`` through one ``async`` pool; RSS after warm-up and at the end."""
+    from agentgym.agent_io import seed_specs
     from agentgym.agents.base import RandomAgent
     from agentgym.envpool import EnvPool
     from agentgym.loop import run_loop
-    from agentgym.records import seed_specs
 
     agent = RandomAgent(seed=seed)
     chunk = min(chunk, warmup)  # the same chunk size before and after the warm-up reading: the same peak

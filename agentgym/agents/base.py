@@ -13,7 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from agentgym.records import AgentAction, AgentInput
+from agentgym.agent_io import AgentAction, AgentInput
 
 
 @runtime_checkable

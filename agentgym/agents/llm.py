@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentgym.agent_io import AgentAction, AgentInput, Generation
 from agentgym.prompts import PromptTemplate, get_template
-from agentgym.records import AgentAction, AgentInput, Generation
 
 
 @dataclass

@@ -17,9 +17,9 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from agentgym.agent_io import AgentAction, AgentInput
 from agentgym.agents.llm import LLMAgent
 from agentgym.episodes import Episode
-from agentgym.records import AgentAction, AgentInput
 
 REFLECTION_VERSION = "reflexion-v1"
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from agentgym.agent_io import AgentAction, AgentInput
 from agentgym.prompts.tools import ToolCallError, family, openai_tools, to_action, to_tool_call
-from agentgym.records import AgentAction, AgentInput
 
 
 class OpenAIToolAgent:

@@ -35,7 +35,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agentgym.records import AgentAction, AgentInput
+from agentgym.agent_io import AgentAction, AgentInput
 
 #: The info keys an agent process receives (when the env sets them): what the envs document as
 #: agent-facing. Task ids, seeds, solver hints such as ``optimal_success_prob`` and scores are for logs

@@ -229,7 +229,7 @@ def write_submission(
 
 
 def _spec_of(ep: Any):
-    from agentgym.records import EpisodeSpec
+    from agentgym.agent_io import EpisodeSpec
 
     return EpisodeSpec(ep.seed, ep.options)
 

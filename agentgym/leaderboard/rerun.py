@@ -44,11 +44,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from agentgym.agent_io import EpisodeSpec
+from agentgym.core import env_family
 from agentgym.episodes import Episode, iter_episodes
 from agentgym.leaderboard.archive import DEFAULT_LIMITS, SUBMISSION_FILE, log_name, read_gz_capped, sha256_file
 from agentgym.leaderboard.schema import MODEL_PREFIXES, runnable_errors, schema_errors
-from agentgym.records import EpisodeSpec
-from agentgym.results import env_results, family
+from agentgym.results import env_results
 from agentgym.suites import get_suite
 
 RERUN_FILE = "rerun.json"
@@ -60,7 +61,7 @@ PERMUTATIONS = 10_000
 #: Fresh reset seeds are drawn from [FRESH_SEED_LOW, 2**31): far from the public suites' seeds (100000+).
 FRESH_SEED_LOW = 2**24
 #: The column a rerun compares, per env family (the one a suite's table is ranked by).
-PRIMARY: dict[str, str] = {"alfworld": "All", "webshop": "Score", "hotpotqa": "F1"}
+PRIMARY: dict[str | None, str] = {"ALFWorld": "All", "WebShop": "Score", "HotpotQA": "F1"}
 
 
 class _KeepOpen(gym.Wrapper):
@@ -75,7 +76,7 @@ class RerunError(ValueError):
 
 
 def primary_of(env_id: str) -> str:
-    return PRIMARY.get(family(env_id), "Success")
+    return PRIMARY.get(env_family(env_id), "Success")
 
 
 def episode_score(env_id: str, episode: Episode) -> float:

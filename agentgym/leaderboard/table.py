@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentgym.core import env_family
 from agentgym.leaderboard.rerun import PRIMARY
 from agentgym.leaderboard.schema import schema_errors
-from agentgym.results import columns, family
+from agentgym.results import columns
 from agentgym.suites import SUITES, Suite
 
 #: Trust tiers, best first, with the two sentences the README and the site show for each.
@@ -93,7 +94,7 @@ def suite_columns(suite: Suite) -> list[str]:
 
 def primary_column(suite: Suite) -> str:
     env = suite.env_ids[0]
-    col = PRIMARY.get(family(env), "Success")
+    col = PRIMARY.get(env_family(env), "Success")
     return col if len(suite.env_ids) == 1 else f"{env.split('/')[-1]} {col}"
 
 

@@ -490,7 +490,7 @@ def _verify(
 
 
 def _spec(ep: Episode):
-    from agentgym.records import EpisodeSpec
+    from agentgym.agent_io import EpisodeSpec
 
     return EpisodeSpec(ep.seed, ep.options)
 

@@ -10,13 +10,13 @@ import functools
 from typing import Any
 
 from agentgym.models import tool_calls
-from agentgym.models.engine import Engine, GenRequest, TokenEvent
 from agentgym.models.openai_schema import (
     ChatCompletionRequest,
     ParamError,
     TokenLogprob,
     TopLogprob,
 )
+from agentgym.models.serving_engine import Engine, GenRequest, TokenEvent
 from agentgym.models.tool_calls import ToolPlan
 
 DEFAULT_MAX_BODY = 4 * 1024 * 1024
@@ -119,7 +119,7 @@ class TextAssembler:
 
 # -- the app ---------------------------------------------------------------------------------------------------
 class ChatServer:
-    """The served model: an :class:`~agentgym.models.engine.Engine` plus the limits requests are checked against.
+    """The served model: an :class:`~agentgym.models.serving_engine.Engine` plus the limits requests are checked against.
 
     Args:
         model, tokenizer: a loaded causal LM and its tokenizer.
@@ -127,7 +127,7 @@ class ChatServer:
         max_tokens_cap: most completion tokens one choice may ask for.
         default_max_tokens: completion length when the request gives none (cut to the context left).
         max_body_bytes: request bodies above this get a 413.
-        **engine_kwargs: :class:`~agentgym.models.engine.Engine` options (``max_batch``, ``slice_tokens``, ...).
+        **engine_kwargs: :class:`~agentgym.models.serving_engine.Engine` options (``max_batch``, ``slice_tokens``, ...).
     """
 
     def __init__(

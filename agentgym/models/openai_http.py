@@ -19,7 +19,6 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from agentgym.models.chat_server import ChatServer, TextAssembler
-from agentgym.models.engine import DoneEvent, ErrorEvent, FinishEvent, GenRequest, TokenEvent
 from agentgym.models.openai_schema import (
     ChatCompletion,
     ChatCompletionChunk,
@@ -36,6 +35,7 @@ from agentgym.models.openai_schema import (
     Usage,
     error_body,
 )
+from agentgym.models.serving_engine import DoneEvent, ErrorEvent, FinishEvent, GenRequest, TokenEvent
 from agentgym.models.tool_calls import ToolPlan, parse_tool_calls
 
 

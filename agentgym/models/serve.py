@@ -8,7 +8,7 @@
 ``--engine vllm`` runs vLLM's own OpenAI server (``python -m vllm.entrypoints.openai.api_server``) with the
 same model, name, host and port; flags after ``--`` go to vLLM unchanged. ``--engine hf`` (the default, for
 CPUs and anyone without vLLM) serves a transformers model with the built-in engine
-(:mod:`agentgym.models.engine`: batched, time-sliced generation) behind this module's HTTP layer:
+(:mod:`agentgym.models.serving_engine`: batched, time-sliced generation) behind this module's HTTP layer:
 ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /health``. Point ``--agent openai:NAME --base-url
 http://HOST:PORT/v1`` (or any OpenAI client) at it.
 

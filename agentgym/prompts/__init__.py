@@ -16,7 +16,7 @@ anything else   verl-agent             generic verl-agent structure
 
 from __future__ import annotations
 
-from agentgym.core import parse_env_id
+from agentgym.core import env_family
 from agentgym.prompts.base import ParsedAction, PromptTemplate, extract_task, parse_action
 from agentgym.prompts.grid import (
     FrozenLakeErlCellsTemplate,
@@ -40,12 +40,6 @@ TEMPLATES: dict[str, dict[str, type[PromptTemplate]]] = {
 }
 
 
-def env_family(env_id: str) -> str:
-    """``agentgym/Sokoban8x8B2-v0`` -> ``Sokoban`` (the longest family name the id starts with)."""
-    family = parse_env_id(env_id).family
-    return family if family in TEMPLATES else "*"
-
-
 def get_template(env_id: str, style: str | None = None) -> PromptTemplate:
     """The prompt template for ``env_id``.
 
@@ -56,7 +50,8 @@ def get_template(env_id: str, style: str | None = None) -> PromptTemplate:
     Raises:
         ValueError: ``style`` is not known for the family (the message lists the known ones).
     """
-    styles = TEMPLATES[env_family(env_id)]
+    family = env_family(env_id)
+    styles = TEMPLATES[family if family in TEMPLATES else "*"]  # "*": the generic template
     if style is None:
         return next(iter(styles.values()))()
     if style not in styles:
@@ -68,7 +63,6 @@ __all__ = [
     "TEMPLATES",
     "ParsedAction",
     "PromptTemplate",
-    "env_family",
     "extract_task",
     "get_template",
     "parse_action",

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from agentgym.records import AgentInput
+from agentgym.agent_io import AgentInput
 
 #: The answer format's patterns; :func:`_blocks` gives ``findall``'s result in linear time (the lazy ``(.*?)``
 #: rescans to the end from every unclosed opening: 64 KB of ``<action>`` took 12 s).

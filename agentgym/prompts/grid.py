@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import re
 
+from agentgym.agent_io import AgentInput
 from agentgym.prompts.base import ParsedAction, PromptTemplate, history_window
-from agentgym.records import AgentInput
 
 _RAGEN_SYSTEM = "You're a helpful assistant. You are a good game player, aiming to get high reward in the game."
 

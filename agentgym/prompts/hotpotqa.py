@@ -9,8 +9,8 @@ The instructions are our paraphrase; no few-shot examples are included (agentgym
 
 from __future__ import annotations
 
+from agentgym.agent_io import AgentInput
 from agentgym.prompts.base import PromptTemplate, extract_task
-from agentgym.records import AgentInput
 
 _INSTRUCTIONS = (
     "Answer a question by interleaving Thought, Action and Observation steps. A thought reasons about the "

@@ -11,8 +11,8 @@ characters. The prose is our paraphrase; the structure and the order of the part
 
 from __future__ import annotations
 
+from agentgym.agent_io import AgentInput
 from agentgym.prompts.base import PromptTemplate, extract_task, format_admissible, format_history, history_window
-from agentgym.records import AgentInput
 
 _ANSWER_RULES = (
     "Now it's your turn to take an action.\n"

@@ -16,12 +16,12 @@ from typing import Any
 
 import torch
 
-from agentgym.records import EpisodeSpec
+from agentgym.agent_io import EpisodeSpec
 from agentgym.rl.batch import TurnBatch
 from agentgym.rl.config import Args
 from agentgym.rl.distributed import DistInfo, copy_weights, init_distributed
-from agentgym.rl.engine import export_policy, push_weights
 from agentgym.rl.logprobs import forward_completion
+from agentgym.rl.rollout_engine import export_policy, push_weights
 from agentgym.rl.setup import (
     autocast_enabled,
     build_critic,

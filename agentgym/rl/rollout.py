@@ -20,12 +20,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentgym.agent_io import AgentInput, EpisodeSpec
 from agentgym.agents.llm import HFChat, LLMAgent, fit_messages
 from agentgym.envpool import EnvPool
 from agentgym.episodes import Episode
 from agentgym.loop import TurnResult, run_loop
 from agentgym.prompts import PromptTemplate, get_template
-from agentgym.records import AgentInput, EpisodeSpec
 
 
 @dataclass

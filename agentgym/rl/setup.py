@@ -20,7 +20,7 @@ from agentgym.models.loading import cpu_has_native_bf16, resolve_dtype
 from agentgym.rl.checkpoint import load_model_weights
 from agentgym.rl.config import Args
 from agentgym.rl.distributed import DistInfo, shard_model
-from agentgym.rl.engine import ENGINES, apply_lora, build_vllm_generator
+from agentgym.rl.rollout_engine import ENGINES, apply_lora, build_vllm_generator
 from agentgym.rl.toy import add_restricted_words, restricted_vocab_exclusions
 
 
@@ -179,7 +179,7 @@ def build_trained_policy(model: Any, args: Args, dist: DistInfo) -> tuple[Any, t
 
 
 def build_generator(args: Args, model: Any, tokenizer: Any) -> Any:
-    """The generator of ``args.rollout_engine`` (see :mod:`agentgym.rl.engine`)."""
+    """The generator of ``args.rollout_engine`` (see :mod:`agentgym.rl.rollout_engine`)."""
     engine = args.rollout_engine
     if engine not in ENGINES:
         raise ValueError(f"unknown rollout_engine {engine!r}: use one of {', '.join(ENGINES)}")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentgym.agent_io import AgentInput
 from agentgym.prompts import ParsedAction, PromptTemplate
-from agentgym.records import AgentInput
 
 
 class BarePromptTemplate(PromptTemplate):

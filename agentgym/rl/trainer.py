@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from agentgym.records import EpisodeSpec
+from agentgym.agent_io import EpisodeSpec
 from agentgym.rl.actor import Actor
 from agentgym.rl.batch import TurnBatch, build_batch, turn_meta
 from agentgym.rl.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint, set_aside_old_run

@@ -17,8 +17,8 @@ from typing import Any
 
 import gymnasium as gym
 
+from agentgym.agent_io import AgentInput
 from agentgym.prompts import PromptTemplate, get_template
-from agentgym.records import AgentInput
 
 
 def _env_id(env: gym.Env) -> str:

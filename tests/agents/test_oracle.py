@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from agentgym.agent_io import EpisodeSpec, seed_specs
 from agentgym.agents import ExpertAgent, NoisyExpertAgent, RandomAgent
 from agentgym.agents.oracle import (
     OracleAnalyser,
@@ -20,7 +21,6 @@ from agentgym.episodes import Episode
 from agentgym.evaluation import run_episodes
 from agentgym.prompts.lesson import parse_lesson
 from agentgym.prompts.reflection import parse_reflection
-from agentgym.records import EpisodeSpec, seed_specs
 from agentgym.rl.hooks import LessonWriter
 
 GRID_ENVS = ["agentgym/FrozenLakeNotSlippery-v0", "agentgym/FrozenLake-v0", "agentgym/Sokoban-v0"]
@@ -35,7 +35,7 @@ class Scripted:
         self.moves = list(moves)
 
     def act(self, inputs):
-        from agentgym.records import AgentAction
+        from agentgym.agent_io import AgentAction
 
         return [AgentAction(action=self.moves[min(len(x.history), len(self.moves) - 1)]) for x in inputs]
 

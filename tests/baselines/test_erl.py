@@ -484,8 +484,8 @@ def test_erl_configs_follow_the_authors_scripts(path):
 
 
 def test_erl_grid_prompt_uses_the_authors_answer_format():
+    from agentgym.agent_io import AgentInput
     from agentgym.prompts import get_template
-    from agentgym.records import AgentInput
 
     t = get_template("agentgym/SokobanLetters-v0", "erl")
     assert t.version == "2" and t.stop_strings == ()

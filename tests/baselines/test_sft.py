@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from agentgym.agent_io import seed_specs
 from agentgym.episodes import JsonlWriter, read_episodes
 from agentgym.prompts import TEMPLATES
-from agentgym.records import seed_specs
 from agentgym.rl.batch import build_batch
 from agentgym.rl.rollout import collect_rollouts, fit_prompt
 from agentgym.rl.testing import param_vector

@@ -397,8 +397,8 @@ def prompt_layout(text: str, episode: dict[str, Any], t: int, *, shown: str, adm
 
 def our_prompt_layouts(episode: dict[str, Any], env_id: str, shown: list[str]) -> list[dict[str, Any]]:
     """:func:`prompt_layout` of our prompt (the table configs' template, history 2) at each turn of ``episode``."""
+    from agentgym.agent_io import AgentInput
     from agentgym.prompts import get_template
-    from agentgym.records import AgentInput
 
     template = get_template(env_id)
     out = []

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from agentgym.records import AgentAction, AgentInput
+from agentgym.agent_io import AgentAction, AgentInput
 
 _SEED = re.compile(r"seed(\d+)")
 

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 import agentgym.leaderboard.rerun as rerun_mod
+from agentgym.core import env_family
 from agentgym.leaderboard.rerun import check_rerun_cached, rerun_entry
 from agentgym.leaderboard.verify import verify_cached
-from agentgym.results import family
 from tests.conftest import require_data
 
 ENTRIES = sorted(p for p in (Path(__file__).resolve().parents[2] / "leaderboards" / "entries").glob("*") if p.is_dir())
@@ -28,9 +28,9 @@ ADVERSARIES = {"frozenlake-oracle-by-seed-adversary-demo-2026-12-03"}
 def _data(entry: Path) -> dict:
     data = json.loads((entry / "submission.json").read_text())
     for env_id in data["envs"]:
-        fam = family(env_id)
-        if fam in ("alfworld", "webshop", "hotpotqa"):
-            require_data(fam)
+        fam = env_family(env_id)
+        if fam in ("ALFWorld", "WebShop", "HotpotQA"):
+            require_data(fam.lower())
     return data
 
 

@@ -197,9 +197,9 @@ def test_bad_tools_are_a_400_through_the_client(client):
 @pytest.fixture(scope="module")
 def taught(tmp_path_factory):
     """A tiny model taught to answer the tool-calling agent's prompts with the expert's ``move`` call."""
+    from agentgym.agent_io import AgentInput
     from agentgym.agents.tool_agent import OpenAIToolAgent
     from agentgym.models.tiny import make_tiny_model, teach
-    from agentgym.records import AgentInput
 
     model, tok = make_tiny_model(seed=1)
     agent = OpenAIToolAgent("tiny", base_url="http://127.0.0.1:9/v1", history_length=1)
@@ -232,8 +232,8 @@ def test_eval_tool_calls_plays_an_env_through_our_server(taught, tmp_path):
             capture_output=True, text=True, timeout=500, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
         )  # fmt: skip
         # the same server, asked directly: the taught call comes back as tool_calls, streamed or not
+        from agentgym.agent_io import AgentInput
         from agentgym.agents.tool_agent import OpenAIToolAgent
-        from agentgym.records import AgentInput
 
         obs, info = gym.make(ENV).reset(seed=0)
         messages = OpenAIToolAgent("tiny", base_url=url).messages(AgentInput(ENV, obs, info))

@@ -20,7 +20,7 @@ def test_lora_merged_state_dict_is_the_adapted_policy():
     from transformers import AutoModelForCausalLM
 
     from agentgym.models.tiny import make_tiny_model
-    from agentgym.rl.engine import apply_lora, policy_state_dict
+    from agentgym.rl.rollout_engine import apply_lora, policy_state_dict
 
     base, tok = make_tiny_model(seed=0)
     ids = tok("say apple twice").input_ids

@@ -7,8 +7,8 @@ import threading
 
 import torch
 
-from agentgym.models.engine import DoneEvent, Engine, FinishEvent, GenRequest, TokenEvent
 from agentgym.models.generation import HFGenerator
+from agentgym.models.serving_engine import DoneEvent, Engine, FinishEvent, GenRequest, TokenEvent
 
 torch.set_num_threads(1)
 

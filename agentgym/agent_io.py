@@ -1,4 +1,4 @@
-"""The records that cross layers: what an agent sees and answers, and which episode to play.
+"""What an agent receives and returns (AgentInput, Generation, AgentAction) and which episode it plays (EpisodeSpec).
 
 They sit below prompts, agents, the turn loop and the leaderboard so that every layer can name them
 without importing another layer's code.
