@@ -400,7 +400,7 @@ class ErlTrainer(Trainer):
 
         def shaped_returns(rb: RolloutBatch) -> tuple[list[float], list[float]]:
             rewards = turn_rewards(
-                rb.turns, a.env_id, invalid_penalty=a.invalid_penalty, success_scale=a.success_reward
+                rb.turns, a.env_id, invalid_penalty=a.invalid_penalty, reward=a.reward, success_reward=a.success_reward
             )
             rets = [0.0] * len(rb.episodes)
             for t, r in zip(rb.turns, rewards):

@@ -6,13 +6,13 @@ Advantages are token-level GAE,
 
     delta_k = r_k + gamma V_{k+1} - V_k,   A_k = delta_k + gamma lambda A_{k+1}   (gamma = lambda = 1),
 
-run one of two ways (``gae``):
+run one of two ways (``episode_advantage``, the key GRPO's row/episode choice uses too):
 
-* ``"row"`` (default; verl-agent): every turn is its own row and its own GAE sequence, as verl's
+* ``"rows"`` (default; verl-agent): every turn is its own row and its own GAE sequence, as verl's
   ``compute_gae_advantage_return`` sees verl-agent's step rows; the row's score, on its last response token, is
   the *episode* reward minus the invalid-action penalty of that turn (verl-agent ``EpisodeRewardManager`` puts
   ``episode_rewards`` there; the penalty is per step). V past the row's last token = 0.
-* ``"episode"``: one GAE sequence over the episode's response tokens in order (all turns concatenated), the
+* ``"episodes"``: one GAE sequence over the episode's response tokens in order (all turns concatenated), the
   shaped reward of each turn on its last token; V past the episode's last token = 0.
 
 Returns ``A + V`` are the critic's targets; advantages are whitened over the batch (verl ``masked_whiten``).
@@ -61,9 +61,9 @@ class Args(BaseArgs):
     """value-loss weight (the critic has its own optimizer, so this only scales its gradients)"""
     value_loss_factor: float = 0.5
     """the value loss is ``factor x max(squared errors)``: 0.5 in verl-agent f974dc5 and verl 0.9.1, 1.0 in d0b9724"""
-    gae: str = "row"
-    """``row``: per-turn GAE with the episode reward on each turn (verl-agent); ``episode``: GAE over the episode's
-    concatenated turns with each turn's own reward"""
+    episode_advantage: str = "rows"
+    """``rows``: per-turn GAE with the episode reward on each turn (verl-agent); ``episodes``: GAE over the
+    episode's concatenated turns with each turn's own reward"""
     whiten_advantages: bool = True
     """whiten advantages over the batch's response tokens (verl GAE)"""
 
@@ -124,15 +124,18 @@ def row_scores(meta: list[dict], rows: list[int], invalid_penalty: float) -> lis
 
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     a = trainer.args
-    if a.gae not in ("row", "episode"):
-        raise ValueError(f"gae must be 'row' (verl-agent, per turn) or 'episode' (turns concatenated), got {a.gae!r}")
+    if a.episode_advantage not in ("rows", "episodes"):
+        raise ValueError(
+            "episode_advantage must be 'rows' (verl-agent, GAE per turn) or 'episodes' (turns concatenated), "
+            f"got {a.episode_advantage!r}"
+        )
     mask = batch["completion_mask"]
     values = batch["values"]  # (B, T) old critic values
     adv = torch.zeros_like(values)
     returns = torch.zeros_like(values)
     for rows in episode_groups(batch.meta).values():
         lens = [int(mask[i].sum()) for i in rows]
-        if a.gae == "row":
+        if a.episode_advantage == "rows":
             for i, n, score in zip(rows, lens, row_scores(batch.meta, rows, a.invalid_penalty)):
                 if n:
                     r = torch.zeros(n)

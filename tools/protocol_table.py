@@ -45,11 +45,11 @@ ORDER = {
     "SAPO / GiGPO table (verl-agent protocol)": """
         model reference dtype gradient_checkpointing distributed env_id task_split val_split val_extra_splits
         num_tasks group_size max_turns history_length max_prompt_tokens max_new_tokens temperature top_p
-        success_reward invalid_penalty invalid_penalty_on episode_advantage norm_adv_by_std total_iterations
+        reward success_reward invalid_penalty invalid_penalty_on episode_advantage norm_adv_by_std total_iterations
         learning_rate weight_decay max_grad_norm update_epochs mini_batch_size mini_batch_scope micro_batch_size
         loss_norm loss_agg_mode epsilon_low epsilon_high clip_ratio_c beta entropy_coef val_every val_tasks
         val_temperature save_every mode critic_learning_rate r_max tau_v gamma step_advantage_w lam step_return
-        value_coef q_coef value_clip vf_coef invalid_coef value_loss_factor train_raw_readout gae adv_eps
+        value_coef q_coef value_clip vf_coef invalid_coef value_loss_factor train_raw_readout adv_eps
         whiten_advantages""".split(),
     "ERL": """
         model dtype gradient_checkpointing env_id env_kwargs prompt_style max_turns history_length num_tasks
@@ -60,7 +60,7 @@ ORDER = {
         no_consolidation""".split(),
     "SEED": """
         model dtype gradient_checkpointing env_id task_split val_split val_extra_splits num_tasks group_size
-        max_turns history_length max_prompt_tokens max_new_tokens temperature success_reward invalid_penalty
+        max_turns history_length max_prompt_tokens max_new_tokens temperature reward success_reward invalid_penalty
         episode_advantage learning_rate beta entropy_coef epsilon_low epsilon_high clip_ratio_c mini_batch_size
         micro_batch_size total_iterations val_every val_tasks val_temperature lambda_opd gate_beta no_gate no_sft
         sft_tasks sft_group_size sft_epochs sft_learning_rate sft_temperature sft_mini_batch_size sft_on_analysis

@@ -116,8 +116,12 @@ class Args:
     num_env_workers: int = 1
     """worker processes/actors for async/ray"""
     # -- rewards -------------------------------------------------------------------------------------------
-    success_reward: float | None = -1.0
-    """-1: 10 x success for ALFWorld/WebShop, env reward otherwise; None: env reward; x: x * success"""
+    reward: str = "paper"
+    """a turn's reward before the invalid-action penalty: ``paper`` (``success_reward`` x success on ALFWorld and
+    WebShop, as their papers train; the env's reward elsewhere), ``success`` (``success_reward`` x success on
+    every env) or ``env`` (the env's own reward)"""
+    success_reward: float = 10.0
+    """the reward of a success under ``reward: success`` (and ``paper`` on ALFWorld/WebShop)"""
     invalid_penalty: float = 0.1
     """subtracted from a turn whose action is invalid (verl-agent)"""
     invalid_penalty_on: str = "format+env"

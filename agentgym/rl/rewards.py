@@ -24,9 +24,21 @@ from agentgym.core import env_family
 SUCCESS_REWARD_FAMILIES: tuple[str, ...] = ("ALFWorld", "WebShop")
 
 
-def success_scale_for(env_id: str, default: float = 10.0) -> float | None:
-    """10.0 for ALFWorld/WebShop ids, None (use the env reward) for others."""
-    return default if env_family(env_id) in SUCCESS_REWARD_FAMILIES else None
+#: ``reward`` values (``agentgym.rl.config.Args.reward``)
+REWARDS = ("paper", "success", "env")
+
+
+def success_scale_for(env_id: str, reward: str = "paper", success_reward: float = 10.0) -> float | None:
+    """The success reward ``reward`` trains ``env_id`` on, or None for the env's own reward.
+
+    ``paper``: ``success_reward`` for ALFWorld/WebShop ids, None for others; ``success``: ``success_reward``;
+    ``env``: None.
+    """
+    if reward not in REWARDS:
+        raise ValueError(f"unknown reward {reward!r}: use one of {', '.join(REWARDS)}")
+    if reward == "env" or (reward == "paper" and env_family(env_id) not in SUCCESS_REWARD_FAMILIES):
+        return None
+    return success_reward
 
 
 def shaped_reward(
@@ -72,17 +84,17 @@ def turn_rewards(
     env_id: str,
     *,
     invalid_penalty: float = 0.1,
-    success_scale: float | None = -1.0,
+    reward: str = "paper",
+    success_reward: float = 10.0,
     penalty_on: str = "format+env",
 ):
     """Shaped rewards of rollout turns (``agentgym.rl.rollout.Turn``), in order.
 
     Args:
-        success_scale: -1 picks the paper's choice for ``env_id`` (:func:`success_scale_for`); None forces
-            the raw env reward; a number forces ``number x success``.
+        reward, success_reward: which reward a turn earns (:func:`success_scale_for`).
         penalty_on: which turns are penalised (:func:`penalised`).
     """
-    scale = success_scale_for(env_id) if success_scale == -1.0 else success_scale
+    scale = success_scale_for(env_id, reward, success_reward)
     return [
         shaped_reward(
             t.reward,

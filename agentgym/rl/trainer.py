@@ -131,7 +131,8 @@ class Trainer(Actor):
             rb.turns,
             a.env_id,
             invalid_penalty=a.invalid_penalty,
-            success_scale=a.success_reward,
+            reward=a.reward,
+            success_reward=a.success_reward,
             penalty_on=a.invalid_penalty_on,
         )
         meta = [

@@ -195,7 +195,7 @@ def test_ppo_settings_cite_verl_agent(path):
     assert args.max_grad_norm == 1.0 and "actor.grad_clip default 1.0" in src["max_grad_norm"].source
     assert args.update_epochs == 1 and "actor.ppo_epochs default 1" in src["update_epochs"].source
     assert args.weight_decay == 0.01 and "weight_decay default 0.01" in src["weight_decay"].source
-    assert args.success_reward == -1.0 and "10.0 * won" in src["success_reward"].source
+    assert (args.reward, args.success_reward) == ("paper", 10.0) and "10.0 * won" in src["success_reward"].source
     assert args.gradient_checkpointing and f"run_{env}.sh" in src["gradient_checkpointing"].source
     assert (args.gamma, args.lam, args.value_clip) == (1.0, 1.0, 0.5)
     assert "algorithm.gamma default 1.0" in src["gamma"].source and "cliprange_value" in src["value_clip"].source

@@ -28,7 +28,7 @@ def test_token_gae_discounted_hand_values():
     torch.testing.assert_close(adv, torch.tensor([d0 + 0.9 * 0.5 * d1, d1]))
 
 
-def _trainer(gae: str):
+def _trainer(episode_advantage: str):
     class T:
         class args:
             gamma = 1.0
@@ -36,12 +36,12 @@ def _trainer(gae: str):
             whiten_advantages = False
             invalid_penalty = 0.1
 
-    T.args.gae = gae
+    T.args.episode_advantage = episode_advantage
     return T
 
 
 def test_ppo_advantages_run_across_the_turns_of_an_episode():
-    T = _trainer("episode")
+    T = _trainer("episodes")
 
     meta = [
         {"episode": 0, "group": 0, "t": 0, "reward": 0.0},
@@ -57,7 +57,7 @@ def test_ppo_advantages_run_across_the_turns_of_an_episode():
 
 def test_ppo_row_gae_puts_the_episode_reward_minus_the_turns_own_penalty_on_each_turn():
     # verl-agent: each turn is its own GAE sequence scored with the episode reward; the invalid penalty stays per turn.
-    T = _trainer("row")
+    T = _trainer("rows")
     meta = [
         {"episode": 0, "group": 0, "t": 0, "reward": -0.1, "valid": False},  # invalid first turn
         {"episode": 0, "group": 0, "t": 1, "reward": 1.0, "valid": True},  # success
@@ -79,10 +79,10 @@ def test_ppo_row_gae_puts_the_episode_reward_minus_the_turns_own_penalty_on_each
     batch["values"] = torch.zeros(3, 1)
     ppo.compute_advantages(T, batch)
     torch.testing.assert_close(batch["returns"][:, 0], torch.tensor([1.0, 0.9, 1.0]))
-    ppo.compute_advantages(_trainer("episode"), batch)
+    ppo.compute_advantages(_trainer("episodes"), batch)
     torch.testing.assert_close(batch["returns"][:, 0], torch.tensor([0.9, 0.9, 1.0]))
-    T.args.gae = "turns"
-    with pytest.raises(ValueError, match="gae must be"):
+    T.args.episode_advantage = "turns"
+    with pytest.raises(ValueError, match="episode_advantage must be"):
         ppo.compute_advantages(T, batch)
 
 
