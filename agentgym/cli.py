@@ -501,7 +501,7 @@ def cmd_data(args: argparse.Namespace) -> int:
 
     if args.action == "expert-trajectories":
         return cmd_expert_trajectories(args)
-    if args.action == "verify":  # envs lane (issue 20.4): hash the data files against the shipped manifest
+    if args.action == "verify":  # hash the data files against the shipped manifest
         problems = data.verify([args.family] if args.family else None)
         if problems:
             print(f"{len(problems)} problem(s); fix them as said above, then run `agentgym data verify` again")
@@ -509,7 +509,7 @@ def cmd_data(args: argparse.Namespace) -> int:
         return 0
     if not args.family:
         raise SystemExit(f"data {args.action} needs a data set: {' | '.join(data.FAMILIES)}")
-    if args.action == "prepare" and args.compile:  # envs lane (issue 21.4): fill ALFWorld's compiled-game cache
+    if args.action == "prepare" and args.compile:  # fill ALFWorld's compiled-game cache
         if args.family != "alfworld":
             raise SystemExit("--compile applies to alfworld only")
         from agentgym.envs.alfworld.games import compile_split

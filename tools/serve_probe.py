@@ -1,4 +1,4 @@
-"""Probe ``agentgym serve``'s guards and fairness with SmolLM2-135M on CPU (issue 20, item 3).
+"""Probe ``agentgym serve``'s guards and fairness with SmolLM2-135M on CPU.
 
 Run: ``OMP_NUM_THREADS=1 python tools/serve_probe.py``. Prints: the time to refuse a 72 KB and a 1 MB prompt
 (past the 8192-token context), the 400s of mistyped parameters and NaN, and how long a small request takes

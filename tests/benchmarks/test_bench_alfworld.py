@@ -1,7 +1,7 @@
 """ALFWorld speed and memory: alfworld's raw textworld setup and ours, side by side in one run.
 
 Run with ``python -m pytest tests/benchmarks/test_bench_alfworld.py --benchmark-only -s`` (the ratios
-are printed and kept in each benchmark's ``extra_info``). Targets (issue 3): a reset of an already-seen
+are printed and kept in each benchmark's ``extra_info``). Targets: a reset of an already-seen
 game >= 5x faster than the raw reset, step overhead <= 5 %, memory flat across the 274 eval games.
 """
 

@@ -127,7 +127,7 @@ def test_bench_gymnasium_frozen_lake_v1_step(benchmark):
     benchmark(lambda: env.step(next(cycle)))
 
 
-# -- pathological actions (issue 20.2): every env's worst action under 50 ms ------------------------------------
+# -- pathological actions: every env's worst action under 50 ms ------------------------------------
 @pytest.mark.parametrize("length", [MAX_ACTION_LENGTH, 100 * 1024], ids=["at-limit", "100KB"])
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_bench_worst_pathological_action(benchmark, env_id, length):

@@ -148,7 +148,7 @@ def test_search_open_large_pool(benchmark, large_pool):
     benchmark.extra_info["pool"] = len(index)
 
 
-# -- the distractor setting's per-question BM25: hand-written vs bm25s (issue 21.6) ------------------------------
+# -- the distractor setting's per-question BM25: hand-written vs bm25s ------------------------------
 def _bm25s_local(paragraphs):
     """The same BM25 (Lucene variant, k1 0.9, b 0.4, our tokens) built with bm25s for one question's pool."""
     import bm25s

@@ -3,7 +3,7 @@
 Run: ``python -m pytest tests/benchmarks/test_bench_serve.py --benchmark-only -m "" -q``.
 
 A prompt that cannot fit the model's context next to ``max_tokens`` must be refused with a 400 in
-milliseconds, before any generation (issue 20: a 72 KB prompt used to take 108 s and block every other
+milliseconds, before any generation (a 72 KB prompt used to take 108 s and block every other
 client; a 1 MB prompt never answered). Measured here against the tiny model (4096 positions) over HTTP on
 127.0.0.1: a ~40 KB prompt (~8k tokens: tokenized, then refused) and a 1 MB prompt (refused from its byte
 count, never tokenized). Target: each under 250 ms (median) on the shared 2-core box. Measured there at a load

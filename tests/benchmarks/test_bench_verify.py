@@ -1,6 +1,6 @@
 """Verification speed: a full-replay check of a submission the size of ALFWorld + WebShop (274 + 500 episodes).
 
-Target (issue 11): <= 2 min on a 2-core machine with ``--full`` and 2 worker processes. Until the ALFWorld
+Target: <= 2 min on a 2-core machine with ``--full`` and 2 worker processes. Until the ALFWorld
 and WebShop envs are in the checkout, the same episode counts are measured on Sokoban (274) and
 FrozenLake (500); the ALFWorld+WebShop variant runs when those envs and their data are present.
 

@@ -1,7 +1,7 @@
 """WebShop speed: search, steps, loading; search on a generated 100k-product catalogue.
 
 Run side by side: ``python -m pytest tests/benchmarks/test_bench_webshop.py --benchmark-only``.
-Targets (issue 4): search <= 1 ms/query (1k), a step <= 2 ms, catalogue + index load <= 3 s, search <= 20 ms
+Targets: search <= 1 ms/query (1k), a step <= 2 ms, catalogue + index load <= 3 s, search <= 20 ms
 on 100k products.
 """
 

@@ -1,6 +1,6 @@
 """Agents for the rerun tests (tests only): an oracle that plans with the public seed, and broken agents.
 
-``OracleBySeed`` is the adversary of issue 23: it knows the public suite's seeds (they are in
+``OracleBySeed`` is the seed-memorising adversary: it knows the public suite's seeds (they are in
 ``agentgym.suites``), and it reads the reset seed from the task id when the turn loop still hands one to an
 in-process agent. For each episode it searches a private copy of the env seeded with that seed for a lucky
 action sequence and plays it, so on the public suite it "solves" slippery FrozenLake far above the optimal

@@ -1,4 +1,4 @@
-"""The answer parser finds the same blocks as its regexes, in linear time (issue 20.2; envs lane, small edit)."""
+"""The answer parser finds the same blocks as its regexes, in linear time."""
 
 from __future__ import annotations
 
