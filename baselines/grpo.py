@@ -42,11 +42,11 @@ from agentgym.rl.config import GroupArgs, parse_args
 from agentgym.rl.losses import (
     LossStats,
     agg_loss,
+    clipped_policy_loss,
     episode_returns,
     loss_normalizer,
     low_var_kl,
     micro_batch_scale,
-    ppo_clip_loss,
     scale_stats,
 )
 from agentgym.rl.rewards import step_row_scores
@@ -98,18 +98,9 @@ def policy_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float)
     per_token_logps = out["per_token_logps"]  # (B, T)
     mask = mb["completion_mask"]  # (B, T)
     norm = loss_normalizer(a, n_tokens, n_rows)  # tokens (token-mean) or rows (seq-mean-*)
-    # -min(r A, clip(r, 1 - eps_low, 1 + eps_high) A) with r = exp(logp - old_logp); dual clip when clip_ratio_c
-    pg_loss, stats = ppo_clip_loss(
-        per_token_logps,
-        mb["old_per_token_logps"],
-        mb["advantages"],
-        mask,
-        epsilon_low=a.epsilon_low,
-        epsilon_high=a.epsilon_high,
-        normalizer=norm,
-        clip_ratio_c=a.clip_ratio_c,
-        loss_agg_mode=a.loss_agg_mode,
-    )
+    # -min(r A, clip(r, 1 - eps_low, 1 + eps_high) A) per token, r = exp(logp - old_logp), aggregated by
+    # loss_agg_mode; dual clip when clip_ratio_c (ppo_clip_loss with the config's epsilons)
+    pg_loss, stats = clipped_policy_loss(a, per_token_logps, mb, mask, norm)
     loss = pg_loss
     result: LossStats = {"losses/policy_loss": pg_loss.detach(), **{f"losses/{k}": v for k, v in stats.items()}}
     if a.beta > 0:  # k3 estimate of KL(pi || pi_ref) per token
