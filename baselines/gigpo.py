@@ -136,7 +136,7 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
             f"unknown episode_advantage {mode!r}: use 'rows' (verl-agent, the table configs) or 'episodes'"
         )
     rets = episode_returns(batch)
-    step_ret = step_returns(batch.meta, a.gamma, a.invalid_penalty, getattr(a, "step_return", "penalised"))
+    step_ret = step_returns(batch.meta, a.gamma, a.invalid_penalty, a.step_return)
     if mode == "rows":
         row_score = torch.tensor(step_row_scores(batch.meta, a.invalid_penalty))
     else:

@@ -155,7 +155,7 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
             adv[i, :n], returns[i, :n] = A[k : k + n], R[k : k + n]
             k += n
     batch["returns"] = returns
-    world = getattr(trainer, "dist", None) if getattr(a, "mini_batch_scope", "rank") == "global" else None  # verl
+    world = trainer.dist if a.mini_batch_scope == "global" else None  # verl
     batch["advantages"] = masked_whiten(adv, mask, dist=world) if a.whiten_advantages else adv
     m = mask.bool()
     ret_var = returns[m].var() if m.sum() > 1 else torch.tensor(0.0)

@@ -76,7 +76,7 @@ def agg_loss(
 
 def loss_normalizer(args: Any, n_tokens: float, n_rows: float) -> float:
     """The divisor :func:`agg_loss` needs under ``args.loss_agg_mode``: tokens for token-mean, else rows."""
-    return n_tokens if getattr(args, "loss_agg_mode", "token-mean") == "token-mean" else n_rows
+    return n_tokens if args.loss_agg_mode == "token-mean" else n_rows
 
 
 #: ``loss_norm`` values: ours (one mean over the mini-batch) and verl-agent's (a mean per micro-batch).
@@ -230,8 +230,8 @@ def clipped_policy_loss(
         epsilon_low=a.epsilon_low,
         epsilon_high=a.epsilon_high,
         normalizer=normalizer,
-        clip_ratio_c=getattr(a, "clip_ratio_c", None),
-        loss_agg_mode=getattr(a, "loss_agg_mode", "token-mean"),
+        clip_ratio_c=a.clip_ratio_c,
+        loss_agg_mode=a.loss_agg_mode,
     )
 
 
@@ -252,7 +252,7 @@ def add_kl_entropy(
     Returns:
         The new loss; writes ``losses/kl_ref`` / ``losses/entropy`` (detached, unscaled) into ``result``.
     """
-    mode = getattr(a, "loss_agg_mode", "token-mean")
+    mode = a.loss_agg_mode
     if a.beta > 0:
         kl = agg_loss(low_var_kl(out["per_token_logps"], mb["ref_per_token_logps"]), mask, mode, normalizer)
         loss = loss + a.beta * kl

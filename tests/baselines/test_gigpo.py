@@ -13,7 +13,7 @@ from tests.baselines.test_grpo import GROUP_META, GROUP_ROW_SCORES, _batch, _tra
 def test_gigpo_episode_level_uses_verl_agent_row_scores():
     obs = ["s0", "s1", "s2", "s0", "s3"]  # rows 0 and 3 share the anchor state s0
     meta = [dict(m, observation=o) for m, o in zip(GROUP_META, obs)]
-    kw = dict(mode="mean_norm", gamma=0.5, step_advantage_w=1.0)
+    kw = dict(mode="mean_norm", gamma=0.5, step_advantage_w=1.0, step_return="penalised")
     batch = _batch(meta)
     stats = gigpo.compute_advantages(_trainer(episode_advantage="rows", **kw), batch)
     s = torch.tensor(GROUP_ROW_SCORES)

@@ -35,6 +35,7 @@ def _trainer(episode_advantage: str):
             lam = 1.0
             whiten_advantages = False
             invalid_penalty = 0.1
+            mini_batch_scope = "rank"
 
     T.args.episode_advantage = episode_advantage
     return T

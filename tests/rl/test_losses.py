@@ -168,6 +168,7 @@ def test_dual_clip_caps_negative_advantage_tokens_at_c():
 def test_clipped_policy_loss_reads_the_configs_clip_ratio_c():
     class A:
         epsilon_low = epsilon_high = 0.2
+        loss_agg_mode = "token-mean"
         clip_ratio_c = 3.0
 
     mb = {"old_per_token_logps": torch.zeros(1, 1), "advantages": torch.tensor([[-1.0]])}
