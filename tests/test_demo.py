@@ -175,6 +175,32 @@ def test_mechanism_probe_measures_writing_erl_and_seed_on_a_trained_run(tmp_path
     assert out["seed"]["probe_tasks"] == 2.0
 
 
+def test_mechanism_probe_compares_the_second_attempts_first_move_with_the_tasks_first_attempts(monkeypatch):
+    """Where a failed first attempt's first move was the mistake, the probe reports how often the second attempt
+    took the better move against how often the task's first attempts did (only first-step mistakes count)."""
+    from types import SimpleNamespace
+
+    import mechanism_probe
+
+    from agentgym.agents import oracle
+
+    def episode(*moves):
+        return SimpleNamespace(steps=[SimpleNamespace(action=m) for m in moves], moves=list(moves))
+
+    crit = {"up": oracle.Critique("frozenlake", False, ["up"], 1, "hole", better="left")}
+    crit["down"] = oracle.Critique("frozenlake", False, ["down", "down"], 2, "hole", better="right")
+    monkeypatch.setattr(oracle, "critique", lambda ep: crit[ep.moves[0]])
+    firsts = [episode("up"), episode("left"), episode("down", "down"), episode("right")]  # 2 tasks x G=2
+    out = mechanism_probe.first_move_fixes(firsts, [0, 2], [episode("left"), episode("down")], 2)
+    assert out == {
+        "first_step_mistakes": 1,
+        "better_first_move_rate_first_attempts": 0.5,
+        "better_first_move_rate_second_attempts": 1.0,
+        "mistaken_first_move_rate_first_attempts": 0.5,
+        "mistaken_first_move_rate_second_attempts": 0.0,
+    }
+
+
 def test_the_demo_reports_its_disk_use_and_drops_the_resume_state(tmp_path):
     run = tmp_path / "demo_sft"
     (run / "ckpt_000001").mkdir(parents=True)

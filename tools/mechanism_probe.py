@@ -10,7 +10,9 @@ On held-out tasks (reset seeds from 30,000,000, far from the training seeds 0-76
    (``baselines.sft.analysis_metrics``): parse rates and agreement with the privileged analyser;
 2. **ERL, oracle reflections** -- one ERL experience step (``configs/cpu/erl_oracle_smollm2_ENV.yaml``):
    first attempts on ``--tasks`` tasks x the config's group, the oracle's reflection on each failure, the second
-   attempts: second-attempt success against the first-attempt success of the same tasks;
+   attempts: second-attempt success against the first-attempt success of the same tasks, and, where the first
+   move was already the mistake, how often the second attempt's first move is the better one against how often
+   the task's first attempts chose it (does the policy act on the reflection at all?);
 3. **SEED, oracle lessons** -- one SEED collection (``seed_oracle_smollm2_ENV.yaml``): lesson-conditioned against
    lesson-free success on the same tasks. ``--self`` measures 2 and 3 with the model's own text instead
    (``erl_smollm2_ENV.yaml`` / ``seed_smollm2_ENV.yaml``).
@@ -80,6 +82,7 @@ def probe(
             "second_success": sum(seconds) / len(seconds) if seconds else None,
             "first_success_same_tasks": sum(same) / len(same) if same else None,
             "reflections": [exp.reflections[e] for e in exp.failed[:3]],
+            **first_move_fixes(exp.first.episodes, exp.failed, exp.second.episodes if exp.second else [], G),
         }
         out["time_erl_s"] = time.perf_counter() - t0
         del tr
@@ -95,6 +98,36 @@ def probe(
         }
         out["time_seed_s"] = time.perf_counter() - t0
     return out
+
+
+def first_move_fixes(firsts: list, failed: list[int], seconds: list, group_size: int) -> dict[str, float | None]:
+    """Does a second attempt act on its reflection? For failed first attempts whose first move was already the
+    mistake (the privileged analyser's critique), how often the second attempt's first move is the better move,
+    against how often the task's first attempts chose it anyway (the policy's own rate, with no reflection)."""
+    from agentgym.agents.oracle import critique
+
+    better_first, better_second, repeat_first, repeat_second = [], [], [], []
+    for i, e in enumerate(failed):
+        c = critique(firsts[e])
+        if c.mistake_step != 1 or not c.better or i >= len(seconds) or not seconds[i].steps:
+            continue
+        group = firsts[e // group_size * group_size : e // group_size * group_size + group_size]
+        moves = [ep.steps[0].action for ep in group if ep.steps]
+        better_first.append(sum(m == c.better for m in moves) / len(moves))
+        repeat_first.append(sum(m == c.actions[0] for m in moves) / len(moves))
+        better_second.append(float(seconds[i].steps[0].action == c.better))
+        repeat_second.append(float(seconds[i].steps[0].action == c.actions[0]))
+
+    def mean(xs: list[float]) -> float | None:
+        return sum(xs) / len(xs) if xs else None
+
+    return {
+        "first_step_mistakes": len(better_second),
+        "better_first_move_rate_first_attempts": mean(better_first),
+        "better_first_move_rate_second_attempts": mean(better_second),
+        "mistaken_first_move_rate_first_attempts": mean(repeat_first),
+        "mistaken_first_move_rate_second_attempts": mean(repeat_second),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
