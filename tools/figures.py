@@ -580,6 +580,58 @@ def render_run_folder(rec: dict) -> str:
     return "\n".join(out)
 
 
+#: the seed mechanisms at the start of RL (tools/mechanism_probe.py): variant -> its record
+MECHANISM_PROBES = {
+    "privileged (oracle) text": ROOT / "docs" / "records" / "mechanism_probe_frozenlake_oracle.json",
+    "the model's own text": ROOT / "docs" / "records" / "mechanism_probe_frozenlake_self.json",
+}
+
+
+def render_mechanism_probe(records: dict[str, dict]) -> str:
+    """ERL's second vs first attempts and SEED's lesson-conditioned vs lesson-free success before RL, per text."""
+
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{100 * x:.0f}%"
+
+    names = list(records)
+    rows = [
+        ("lessons that parse (writing check)", lambda v: pct(v["writing"]["lesson_parse_rate"])),
+        ("reflections in their tags (writing check)", lambda v: pct(v["writing"]["reflection_tagged_rate"])),
+        ("ERL: failed first attempts", lambda v: str(v["erl"]["failed_first_attempts"])),
+        ("ERL: first-attempt success on those tasks", lambda v: pct(v["erl"]["first_success_same_tasks"])),
+        ("ERL: second-attempt success (reflection in the prompt)", lambda v: pct(v["erl"]["second_success"])),
+        ("SEED: lessons that parse (RL-time analyser)", lambda v: pct(v["seed"]["lesson_parse_rate"])),
+        ("SEED: lesson-free success", lambda v: pct(v["seed"]["lesson_free_success"])),
+        ("SEED: lesson-conditioned success (same tasks)", lambda v: pct(v["seed"]["lesson_conditioned_success"])),
+    ]
+    first = records[names[0]]
+    if "first_step_mistakes" in first["value"]["erl"]:
+        rows += [
+            ("ERL: failed attempts whose first move was the mistake", lambda v: str(v["erl"]["first_step_mistakes"])),
+            (
+                "ERL: better first move, first attempts of those tasks",
+                lambda v: pct(v["erl"]["better_first_move_rate_first_attempts"]),
+            ),
+            (
+                "ERL: better first move, second attempts",
+                lambda v: pct(v["erl"]["better_first_move_rate_second_attempts"]),
+            ),
+        ]
+    out = ["| measurement | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    out += [f"| {label} | " + " | ".join(cell(records[n]["value"]) for n in names) + " |" for label, cell in rows]
+    out.append("")
+    for n in names:
+        r = records[n]
+        out.append(f"{n}: `{r['command']}` ({r['date']}, {r['machine']}, {r['wall_s'] / 60:.0f} min)")
+        out.append("")
+    v = first["versions"]
+    out.append(
+        f"Versions: Python {v['python']}, torch {v['torch']}, transformers {v['transformers']}, "
+        f"agentgym {v['agentgym']} at {v['git_commit'][:7]}."
+    )
+    return "\n".join(out)
+
+
 CPU_PATH_PAGE = ROOT / "docs" / "cpu-path.md"
 #: The CPU-path page's blocks: marker name, renderer, record in docs/figures/ (the command is in the record).
 CPU_PATH_BLOCKS = (
@@ -605,6 +657,8 @@ def blocks() -> list[tuple[Path, str, str]]:
     out.append((README, "erl-seed-before", render(erl_seed, erl_seed["command"])))
     out += [(CPU_PAGE, f"cpu-{suite}", render_cpu_table(cpu, suite)) for suite in SUITE_TITLES]
     out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
+    probes = {name: json.loads(path.read_text()) for name, path in MECHANISM_PROBES.items()}
+    out.append((CPU_PAGE, "mechanism-probe", render_mechanism_probe(probes)))
     for name, render_cpu_path, record in CPU_PATH_BLOCKS:
         out.append((CPU_PATH_PAGE, name, render_cpu_path(json.loads((JSON.parent / record).read_text()))))
     return out
