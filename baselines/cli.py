@@ -1,78 +1,31 @@
 """``agentgym train <algorithm> --config FILE [flags]``: runs one of the baselines through an explicit table.
 
-:data:`TRAINERS` is the one table of trainers (DESIGN.md section 6): a name, and a function that imports that
-baseline's module (``baselines/<name>.py``) when it is asked for. A new baseline adds one line here and its name
-to the baselines contract in pyproject.toml. Nothing is found by scanning folders or importing modules by name.
+:data:`TRAINERS` is the one table of trainers (DESIGN.md section 6): a name and that baseline's module
+(``baselines/<name>.py``); the root CLI imports this module only when ``agentgym train`` runs. A new baseline
+adds one line here and its name to the baselines contract in pyproject.toml. Nothing is found by scanning folders or importing modules by name.
 The table sits here, above ``agentgym.rl``, because it imports every baseline and the library imports none.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from baselines import erl, gigpo, grpo, ppo, rloo, sapo, seed, sft
 
-def _ppo() -> ModuleType:
-    from baselines import ppo
-
-    return ppo
-
-
-def _grpo() -> ModuleType:
-    from baselines import grpo
-
-    return grpo
-
-
-def _rloo() -> ModuleType:
-    from baselines import rloo
-
-    return rloo
-
-
-def _gigpo() -> ModuleType:
-    from baselines import gigpo
-
-    return gigpo
-
-
-def _sapo() -> ModuleType:
-    from baselines import sapo
-
-    return sapo
-
-
-def _erl() -> ModuleType:
-    from baselines import erl
-
-    return erl
-
-
-def _seed() -> ModuleType:
-    from baselines import seed
-
-    return seed
-
-
-def _sft() -> ModuleType:
-    from baselines import sft
-
-    return sft
-
-
-#: Algorithm name -> the loader of its baseline module (which has ``Args`` and ``train(args)``).
-TRAINERS: dict[str, Callable[[], ModuleType]] = {
-    "ppo": _ppo,
-    "grpo": _grpo,
-    "rloo": _rloo,
-    "gigpo": _gigpo,
-    "sapo": _sapo,
-    "erl": _erl,
-    "seed": _seed,
-    "sft": _sft,
+#: Algorithm name -> its baseline module (which has ``Args`` and ``train(args)``).
+TRAINERS: dict[str, ModuleType] = {
+    "ppo": ppo,
+    "grpo": grpo,
+    "rloo": rloo,
+    "gigpo": gigpo,
+    "sapo": sapo,
+    "erl": erl,
+    "seed": seed,
+    "sft": sft,
 }
 
 #: The names of :data:`TRAINERS`, in table order.
@@ -95,7 +48,7 @@ def load_trainer(algo: str) -> ModuleType:
     """
     if algo not in TRAINERS:
         raise KeyError(f"no baseline {algo!r}; known: {', '.join(ALGORITHMS)}")
-    return TRAINERS[algo]()
+    return TRAINERS[algo]
 
 
 def parse_train_args(module: ModuleType, algo: str, argv: Sequence[str]) -> Any:

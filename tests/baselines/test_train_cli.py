@@ -35,7 +35,7 @@ def _fake_grpo(monkeypatch) -> list:
     """GRPO's ``Args`` with a ``train`` that records what it was given (and ``sys.argv`` at that moment)."""
     runs: list = []
     fake = SimpleNamespace(Args=load_trainer("grpo").Args, train=lambda args: runs.append((args, list(sys.argv))))
-    monkeypatch.setitem(TRAINERS, "grpo", lambda: fake)
+    monkeypatch.setitem(TRAINERS, "grpo", fake)
     return runs
 
 
