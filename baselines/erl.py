@@ -35,7 +35,8 @@ trains the reflector), ``no_consolidation`` (no distillation term); ``train_firs
 
 Ours: ``reflector: oracle`` has the privileged grid analyser (``agentgym.agents.oracle``) write the reflections
 (the upper bound of the reflection mechanism); ``erl/first_success_same_tasks`` is the first-attempt success of the
-tasks the second attempts re-play, the paired comparison for ``erl/second_success_rate``.
+tasks the second attempts re-play (each failure's other G - 1 first attempts), the paired comparison for
+``erl/second_success_rate``.
 
 Every first and second attempt is written to ``<run>/episodes.jsonl`` with ``extras["erl"]`` holding its
 reflection, the memory it saw, both returns and whether the memory was updated.
@@ -215,6 +216,15 @@ def reflection_tagged(text: str, form: str) -> bool:
     tag = "reflection" if form == "in_context" else "prompt"
     start = text.find(f"<{tag}>")
     return start >= 0 and text.find(f"</{tag}>", start) >= 0
+
+
+def other_attempts_success(successes: list, e: int, group_size: int) -> float:
+    """Success rate of the other first attempts of episode ``e``'s task (its group of ``group_size``, without
+    ``e``): an unbiased estimate of how often a fresh first attempt at the task succeeds. Counting the failed
+    attempt ``e`` itself would pull the estimate down by ``(G - 1) / G`` and flatter the second attempts."""
+    g = e // group_size * group_size
+    others = [float(successes[j]) for j in range(g, g + group_size) if j != e]
+    return sum(others) / len(others)
 
 
 def is_success(episode: Any, threshold: float | None) -> bool:
@@ -504,15 +514,13 @@ class ErlTrainer(Trainer):
             "success": exp.first.episode_success(),
             "returns": [ep.total_return for ep in exp.first.episodes],
             "second": [is_success(ep, a.success_threshold) for ep in exp.second.episodes] if exp.second else [],
-            # first-attempt success of the task each second attempt re-plays (its group's G first attempts):
-            # the paired comparison of the paper's core effect (second attempts beat first attempts)
+            # first-attempt success of the task each second attempt re-plays (the other G - 1 first attempts of
+            # its group): the paired comparison of the paper's core effect (second attempts beat first attempts)
             "first_same": [
-                float(
-                    np.mean([is_success(exp.first.episodes[j], a.success_threshold) for j in range(g * G, g * G + G)])
-                )
-                for g in (e // a.group_size for e in exp.failed)
+                other_attempts_success([is_success(ep, a.success_threshold) for ep in exp.first.episodes], e, G)
+                for e in exp.failed
             ]
-            if exp.second
+            if exp.second and G > 1
             else [],
             "invalid": [not (t.format_valid and t.is_action_valid) for t in exp.first.turns],
             "resp": [len(t.response_ids) for t in exp.first.turns],

@@ -73,7 +73,7 @@ def probe(
         exp = tr.experience(specs, seed=seed)
         G = tr.args.group_size
         firsts = [float(ep.success) for ep in exp.first.episodes]
-        same = [sum(firsts[e // G * G : e // G * G + G]) / G for e in exp.failed]
+        same = [erl.other_attempts_success(firsts, e, G) for e in exp.failed] if G > 1 else []
         seconds = [float(ep.success) for ep in exp.second.episodes] if exp.second else []
         out["erl"] = {
             "reflector": "policy" if own else "oracle",

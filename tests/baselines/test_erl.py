@@ -595,3 +595,14 @@ def test_oracle_erl_fits_a_tiny_model_on_frozenlake_and_logs_the_paired_metric(t
         assert metrics["erl/reflection_tagged_rate"] == 1.0
         assert 0.0 <= metrics["erl/first_success_same_tasks"] <= 1.0
     assert metrics["erl/rows_reflection"] == 0.0  # oracle text is never trained as the policy's
+
+
+def test_first_attempt_baseline_of_a_failed_attempt_leaves_that_attempt_out():
+    """A failed first attempt's task is judged by its other first attempts: counting the failure itself would bias
+    the baseline of the paper's comparison (second vs first attempts) down by (G - 1) / G."""
+    from baselines.erl import other_attempts_success
+
+    successes = [False, True, True, False, False, False, True, False]  # two tasks, G = 4
+    assert other_attempts_success(successes, 0, 4) == 2 / 3
+    assert other_attempts_success(successes, 3, 4) == 2 / 3
+    assert other_attempts_success(successes, 5, 4) == 1 / 3
