@@ -35,6 +35,14 @@ class Completion:
     finish_reason: str
 
 
+def pad_id(tokenizer: Any) -> int:
+    """The id batches are padded with: the pad token, else EOS."""
+    pid = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    if pid is None:
+        raise ValueError("the tokenizer has neither a pad nor an EOS token; set tokenizer.pad_token first")
+    return pid
+
+
 def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
     ids: set[int] = set()
     for src in (getattr(model, "generation_config", None), getattr(model, "config", None)):
@@ -113,9 +121,7 @@ class HFGenerator:
     def __init__(self, model: Any, tokenizer: Any) -> None:
         self.model = model
         self.tokenizer = tokenizer
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        if self.pad_id is None:
-            raise ValueError("the tokenizer has neither a pad nor an EOS token; set tokenizer.pad_token first")
+        self.pad_id = pad_id(tokenizer)
         self.eos_ids = _eos_ids(model, tokenizer)
         self._stop_cache: dict[tuple[str, ...], Any] = {}
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentgym.models.generation import _eos_ids
+from agentgym.models.generation import _eos_ids, pad_id
 
 
 @dataclass
@@ -182,9 +182,7 @@ class Engine:
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        if self.pad_id is None:
-            raise ValueError("the tokenizer has neither a pad nor an EOS token; set tokenizer.pad_token first")
+        self.pad_id = pad_id(tokenizer)
         self.eos_ids = _eos_ids(model, tokenizer)
         self.max_batch = max_batch
         self.slice_tokens = slice_tokens
