@@ -190,8 +190,9 @@ def test_mechanism_probe_compares_the_second_attempts_first_move_with_the_tasks_
     crit = {"up": oracle.Critique("frozenlake", False, ["up"], 1, "hole", better="left")}
     crit["down"] = oracle.Critique("frozenlake", False, ["down", "down"], 2, "hole", better="right")
     monkeypatch.setattr(oracle, "critique", lambda ep: crit[ep.moves[0]])
-    firsts = [episode("up"), episode("left"), episode("down", "down"), episode("right")]  # 2 tasks x G=2
-    out = mechanism_probe.first_move_fixes(firsts, [0, 2], [episode("left"), episode("down")], 2)
+    # 2 tasks x G=3; the failed attempts 0 and 3 are left out of their own task's rates
+    firsts = [episode("up"), episode("left"), episode("up"), episode("down", "down"), episode("right"), episode("up")]
+    out = mechanism_probe.first_move_fixes(firsts, [0, 3], [episode("left"), episode("down")], 3)
     assert out == {
         "first_step_mistakes": 1,
         "better_first_move_rate_first_attempts": 0.5,

@@ -103,7 +103,7 @@ def probe(
 def first_move_fixes(firsts: list, failed: list[int], seconds: list, group_size: int) -> dict[str, float | None]:
     """Does a second attempt act on its reflection? For failed first attempts whose first move was already the
     mistake (the privileged analyser's critique), how often the second attempt's first move is the better move,
-    against how often the task's first attempts chose it anyway (the policy's own rate, with no reflection)."""
+    against how often the task's other first attempts chose it anyway (the policy's own rate, no reflection)."""
     from agentgym.agents.oracle import critique
 
     better_first, better_second, repeat_first, repeat_second = [], [], [], []
@@ -111,8 +111,10 @@ def first_move_fixes(firsts: list, failed: list[int], seconds: list, group_size:
         c = critique(firsts[e])
         if c.mistake_step != 1 or not c.better or i >= len(seconds) or not seconds[i].steps:
             continue
-        group = firsts[e // group_size * group_size : e // group_size * group_size + group_size]
-        moves = [ep.steps[0].action for ep in group if ep.steps]
+        g = e // group_size * group_size  # the task's other first attempts (e itself made the mistake)
+        moves = [firsts[j].steps[0].action for j in range(g, g + group_size) if j != e and firsts[j].steps]
+        if not moves:
+            continue
         better_first.append(sum(m == c.better for m in moves) / len(moves))
         repeat_first.append(sum(m == c.actions[0] for m in moves) / len(moves))
         better_second.append(float(seconds[i].steps[0].action == c.better))
