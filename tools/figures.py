@@ -605,17 +605,20 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
         ("SEED: lesson-conditioned success (same tasks)", lambda v: pct(v["seed"]["lesson_conditioned_success"])),
     ]
     first = records[names[0]]
-    if "first_step_mistakes" in first["value"]["erl"]:
+    if any("first_step_mistakes" in r["value"]["erl"] for r in records.values()):
         rows += [
-            ("ERL: failed attempts whose first move was the mistake", lambda v: str(v["erl"]["first_step_mistakes"])),
-            (
-                "ERL: better first move, first attempts of those tasks",
-                lambda v: pct(v["erl"]["better_first_move_rate_first_attempts"]),
-            ),
-            (
-                "ERL: better first move, second attempts",
-                lambda v: pct(v["erl"]["better_first_move_rate_second_attempts"]),
-            ),
+            (f"ERL: {what}", lambda v, key=key, fmt=fmt: fmt(v["erl"].get(key)))
+            for what, key, fmt in (
+                ("failed attempts whose first move was the mistake", "first_step_mistakes", lambda x: str(x or "n/a")),
+                ("better first move, the task's other first attempts", "better_first_move_rate_first_attempts", pct),
+                ("better first move, second attempts", "better_first_move_rate_second_attempts", pct),
+                (
+                    "mistaken first move, the task's other first attempts",
+                    "mistaken_first_move_rate_first_attempts",
+                    pct,
+                ),
+                ("mistaken first move, second attempts", "mistaken_first_move_rate_second_attempts", pct),
+            )
         ]
     out = ["| measurement | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     out += [f"| {label} | " + " | ".join(cell(records[n]["value"]) for n in names) + " |" for label, cell in rows]
