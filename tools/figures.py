@@ -625,13 +625,11 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
     out.append("")
     for n in names:
         r = records[n]
-        out.append(f"{n}: `{r['command']}` ({r['date']}, {r['machine']}, {r['wall_s'] / 60:.0f} min)")
+        commit = r["versions"]["git_commit"][:7]
+        out.append(f"{n}: `{r['command']}` (at {commit}; {r['date']}, {r['machine']}, {r['wall_s'] / 60:.0f} min)")
         out.append("")
     v = first["versions"]
-    out.append(
-        f"Versions: Python {v['python']}, torch {v['torch']}, transformers {v['transformers']}, "
-        f"agentgym {v['agentgym']} at {v['git_commit'][:7]}."
-    )
+    out.append(f"Versions: Python {v['python']}, torch {v['torch']}, transformers {v['transformers']}.")
     return "\n".join(out)
 
 
