@@ -284,16 +284,17 @@ def main(argv: list[str] | None = None) -> int:
     if not opts.table_only:
         sft_dir = train(opts.env, "sft", None, runs, opts.threads, opts.sft_epochs, opts.sft)
         with ThreadPoolExecutor(jobs) as pool:
+            # the SFT start first, then the RL runs (seed by seed), the shipped model last: its prose episodes are
+            # the slowest to play and no RL run depends on them
             futures = [
-                pool.submit(evaluate, opts.env, model, name, out, per_job, t)
-                for model, name in (("base", "smollm2-base"), (str(sft_dir / "model"), "smollm2-sft"))
-                for t in temps
+                pool.submit(evaluate, opts.env, str(sft_dir / "model"), "smollm2-sft", out, per_job, t) for t in temps
             ]
             futures += [
                 pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job, temps, opts.sft)
                 for s in seeds
                 for m in opts.methods
             ]
+            futures += [pool.submit(evaluate, opts.env, "base", "smollm2-base", out, per_job, t) for t in temps]
             for f in futures:
                 f.result()
         print(f"(trained and evaluated in {time.perf_counter() - t0:.0f} s)")
