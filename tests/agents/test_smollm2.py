@@ -49,3 +49,29 @@ def test_eval_episode_on_sokoban(smollm2):
     assert len(result.episodes) == 2
     step = result.episodes[0].steps[0]
     assert step.output and step.prompt_tokens > 100 and step.completion_tokens > 0
+
+
+@pytest.mark.parametrize("env", ["frozenlake", "sokoban"])
+def test_cpu_configs_leave_room_for_whole_lessons_and_reflections(smollm2, env):
+    """A reflection cut by the token budget loses its closing tag and never reaches the second attempt; a cut
+    lesson never parses. The budgets of the CPU ERL/SEED configs hold the privileged analyser's texts (the SFT
+    targets the model learns to write) on 160 failed-or-not noisy-expert episodes."""
+    from pathlib import Path
+
+    from agentgym.agents.oracle import oracle_lesson_reply, oracle_reflection_reply
+    from agentgym.rl.config import load_config_file
+    from baselines.sft import noisy_expert_episodes
+
+    _, _, tok = smollm2
+    env_id = {"frozenlake": "agentgym/FrozenLakeNotSlippery-v0", "sokoban": "agentgym/Sokoban-v0"}[env]
+    eps = noisy_expert_episodes(env_id, 160, seed=30_000_000, noise=0.3, agent_seed=3, log=None)
+    failed = [e for e in eps if not e.success]
+    assert failed
+    longest_reflection = max(len(tok(oracle_reflection_reply(e, "in_context"))["input_ids"]) for e in failed)
+    longest_lesson = max(len(tok(oracle_lesson_reply(e))["input_ids"]) for e in eps)
+    configs = Path(__file__).resolve().parents[2] / "baselines" / "configs" / "cpu"
+    for name in (f"erl_smollm2_{env}", f"erl_oracle_smollm2_{env}"):
+        assert load_config_file(configs / f"{name}.yaml")["reflection_max_new_tokens"] >= longest_reflection + 16
+    for name in (f"seed_smollm2_{env}", f"seed_oracle_smollm2_{env}"):
+        budget = load_config_file(configs / f"{name}.yaml").get("lesson_max_new_tokens", 256)
+        assert budget >= longest_lesson + 16
