@@ -232,3 +232,40 @@ def test_demo_prints_intervals_labels_its_smoke_run_and_shows_the_recorded_resul
     assert "SFT+GiGPO: 0.69 (0.66-0.71, 3 seeds)" in text
     png = demo.plot_demo(stages, recorded, tmp_path / "demo.png")
     assert png.stat().st_size > 20_000
+
+
+def _fake_eval(sub, solved: dict[int, bool]) -> None:
+    """An evaluation folder as ``agentgym eval --out`` leaves it: submission.json and an episode log."""
+    from agentgym.episodes import Episode, JsonlWriter, Step
+
+    sub.mkdir(parents=True)
+    (sub / "submission.json").write_text("{}")
+    with JsonlWriter(sub / "episodes" / "FrozenLakeNotSlippery-v0.jsonl", fsync=False) as w:
+        for seed, ok in solved.items():
+            step = Step("right", "", float(ok), True, False, {"success": ok})
+            w.write(Episode("agentgym/FrozenLakeNotSlippery-v0", seed, "", steps=[step]))
+
+
+def test_cpu_table_comparison_pairs_each_method_with_grpo_task_by_task_and_seed_by_seed(tmp_path):
+    """The comparison record: per RL seed held-out success, mean and spread, and the exact sign test against GRPO
+    on the tasks where exactly one of the two (same RL seed, same held-out seed) succeeded."""
+    import cpu_table
+
+    assert cpu_table.sign_test(0, 0) == 1.0
+    assert cpu_table.sign_test(8, 0) == pytest.approx(2 / 2**8)  # 8 of 8 discordant tasks one way
+    assert cpu_table.sign_test(3, 7) == cpu_table.sign_test(7, 3) == pytest.approx(2 * 176 / 1024)
+    out, runs = tmp_path / "heldout", tmp_path / "runs"
+    tasks = range(100000, 100010)
+    _fake_eval(out / "t0.4" / "smollm2-sft", {t: t % 2 == 0 for t in tasks})
+    for seed, grpo_ok, seed_ok in ((1, 5, 8), (2, 6, 7)):  # first k tasks solved
+        _fake_eval(out / "t0.4" / f"smollm2-sft-grpo_s{seed}", {t: t - 100000 < grpo_ok for t in tasks})
+        _fake_eval(out / "t0.4" / f"smollm2-sft-seed_s{seed}", {t: t - 100000 < seed_ok for t in tasks})
+    _fake_eval(out / "t0.4" / "smollm2-sft-erl_s3", {t: True for t in tasks})  # no GRPO run of seed 3 to pair with
+    rec = cpu_table.comparison("frozenlake", ["grpo", "seed", "erl"], [1, 2, 3], [0.4], runs, out, "mech")
+    assert rec["sft"] == {"t0.4": 0.5}
+    grpo, seed, erl = (s["heldout"]["t0.4"] for s in rec["stages"])
+    assert grpo["per_seed"] == {"1": 0.5, "2": 0.6} and grpo["mean"] == pytest.approx(0.55)
+    assert seed["spread"] == pytest.approx(0.05) and "against_grpo" not in grpo
+    assert seed["against_grpo"] == {"rl_seeds": 2, "wins": 4, "losses": 0, "p": pytest.approx(2 / 16)}
+    assert erl["against_grpo"] == {"rl_seeds": 0, "wins": 0, "losses": 0, "p": 1.0}
+    assert [s["label"] for s in rec["stages"]] == ["SFT+GRPO", "SFT+SEED", "SFT+ERL"]

@@ -39,7 +39,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -236,6 +238,84 @@ def mechanism_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict
     return out
 
 
+def sign_test(wins: int, losses: int) -> float:
+    """Two-sided exact sign test: the chance of a split of the discordant pairs at least as uneven as
+    ``wins``:``losses`` when each pair is a fair coin (1.0 without discordant pairs)."""
+    n = wins + losses
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def outcomes(sub: Path) -> dict[int, bool]:
+    """Held-out seed -> solved, from one evaluation's episode logs."""
+    from agentgym.episodes import read_episodes
+
+    return {ep.seed: bool(ep.success) for f in sorted((sub / "episodes").glob("*.jsonl*")) for ep in read_episodes(f)}
+
+
+def paired_against(mine: dict[int, dict[int, bool]], theirs: dict[int, dict[int, bool]]) -> dict[str, float]:
+    """Paired comparison on the same held-out seeds, RL seed by RL seed (``{rl_seed: {task: solved}}`` each):
+    tasks only ``mine`` solves (wins), only ``theirs`` solves (losses), pooled over the RL seeds both have, and the
+    sign test's p."""
+    wins = losses = 0
+    pairs = sorted(set(mine) & set(theirs))
+    for s in pairs:
+        for task in set(mine[s]) & set(theirs[s]):
+            wins += mine[s][task] and not theirs[s][task]
+            losses += theirs[s][task] and not mine[s][task]
+    return {"rl_seeds": len(pairs), "wins": wins, "losses": losses, "p": sign_test(wins, losses)}
+
+
+def comparison(
+    env: str, methods: list[str], seeds: list[int], temps: list[float], runs: Path, out: Path, sft: str
+) -> dict:
+    """The seed methods' comparison as a record: the SFT start and, per method, each RL seed's held-out success at
+    every temperature, mean and spread (half the range), the paired sign test against GRPO (same held-out seeds,
+    same RL seed), its mechanism metrics per seed and its training facts."""
+    sft_row = {tag(t): _success(out / tag(t) / "smollm2-sft") for t in temps}
+    solved = {
+        m: {
+            t: {s: outcomes(out / tag(t) / f"smollm2-sft-{m}_s{s}") for s in seeds if _done(out, t, m, s)}
+            for t in temps
+        }
+        for m in methods
+    }
+    stages = []
+    for m in methods:
+        per_temp = {}
+        for t in temps:
+            got = solved[m][t]
+            rates = {str(s): sum(v.values()) / len(v) for s, v in got.items()}
+            row: dict = {"per_seed": rates}
+            if rates:
+                row |= {
+                    "mean": sum(rates.values()) / len(rates),
+                    "spread": (max(rates.values()) - min(rates.values())) / 2,
+                }
+            if m != "grpo" and "grpo" in solved:
+                row["against_grpo"] = paired_against(got, solved["grpo"][t])
+            per_temp[tag(t)] = row
+        stages.append(
+            {
+                "method": m,
+                "label": entry_meta(f"smollm2-sft-{m}_s0", sft_variant=sft)["method"],
+                "heldout": per_temp,
+                "mechanism": mechanism_facts(runs, env, m, seeds) if script(m) in MECHANISM else {},
+                **stage_facts(runs, env, m, seeds),
+            }
+        )
+    return {"suite": SUITES[env], "sft": sft_row, "stages": stages}
+
+
+def _done(out: Path, t: float, method: str, seed: int) -> bool:
+    return (out / tag(t) / f"smollm2-sft-{method}_s{seed}" / "submission.json").exists()
+
+
+def _success(sub: Path) -> float | None:
+    got = outcomes(sub) if (sub / "submission.json").exists() else {}
+    return sum(got.values()) / len(got) if got else None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument(
@@ -269,6 +349,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--table-only", action="store_true", help="train and evaluate nothing; summarise what exists")
     p.add_argument("--png", default=None, help="write the table's bars and the RL training curves here")
     p.add_argument("--json", default=None, help="write the table rows here")
+    p.add_argument(
+        "--record",
+        default=None,
+        help="write the comparison record here (per-seed held-out success at every temperature, paired sign test "
+        "against GRPO, mechanism metrics; versions, date, machine, command): docs/records/cpu_mech_ENV.json",
+    )
     p.add_argument("--entries", default=None, help="also submit the headline evaluations to this entries folder")
     opts = p.parse_args(argv)
     mech = opts.sft == "mech"
@@ -341,6 +427,21 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{row['stage']:<28} {key:<36} {per_seed}")
     if opts.json:
         Path(opts.json).write_text(json.dumps(table, indent=1) + "\n")
+    if opts.record:
+        from agentgym.rl.runinfo import versions
+
+        record = {
+            "record": f"cpu_{opts.sft}_{opts.env}",
+            "what": "SmolLM2-135M-Instruct: RL methods from one SFT checkpoint, held-out success per RL seed",
+            **comparison(opts.env, opts.methods, seeds, temps, runs, out, opts.sft),
+            "runs": os.path.relpath(runs, ROOT),
+            "versions": versions(),
+            "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+            "command": "python tools/cpu_table.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+        }
+        Path(opts.record).parent.mkdir(parents=True, exist_ok=True)
+        Path(opts.record).write_text(json.dumps(record, indent=1) + "\n")
     if opts.entries:
         for name in names:
             sub = out / tag(temps[0]) / name

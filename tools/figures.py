@@ -633,6 +633,80 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
+#: the seed methods' RL comparison from the lesson/reflection SFT (tools/cpu_table.py --sft mech --record ...)
+SEED_COMPARISONS = {"frozenlake": ROOT / "docs" / "records" / "cpu_mech_frozenlake.json"}
+#: mechanism metric -> what the comparison block calls it
+MECHANISM_LABELS = {
+    "erl/reflection_tagged_rate": "reflections in their tags",
+    "erl/second_success_rate": "second-attempt success",
+    "erl/first_success_same_tasks": "first-attempt success, same tasks",
+    "erl/second_minus_first_same_tasks": "second minus first, same tasks",
+    "seed/lesson_parse_rate": "lessons that parse",
+    "seed/gate_mean": "distillation gate",
+    "seed/lesson_conditioned_success": "lesson-conditioned success",
+    "seed/lesson_free_success": "lesson-free success",
+    "seed/lesson_gap": "conditioned minus free",
+    "sapo/value_return_corr": "corr(V, return)",
+    "sapo/value_return_ev": "explained variance of V",
+    "sapo/q_return_corr": "corr(Q, return)",
+    "sapo/q_return_ev": "explained variance of Q",
+}
+
+
+def render_seed_comparison(rec: dict) -> str:
+    """Held-out success per RL seed, mean (spread), the paired sign test against GRPO, then each seed method's
+    mechanism metrics per seed (mean over the training iterations / the last iteration)."""
+    temps = list(rec["sft"])
+    head, sub = temps[0], temps[1:]
+
+    def rate(x: float | None) -> str:
+        return "n/a" if x is None else f"{x:.2f}"
+
+    lines = [
+        f"Held-out success on {rec['suite']} (100 seeds), every RL run from one SFT checkpoint; per RL seed, then mean "
+        f"(spread = half the range). Against GRPO: held-out tasks this method solves and GRPO of the same RL seed does "
+        f"not (+), the reverse (-), pooled over the RL seeds both have, and the two-sided exact sign test's p.",
+        "",
+        f"| stage | per seed ({head}) | mean ({head}) | against GRPO ({head}) | "
+        + " | ".join(f"mean ({t}) | against GRPO ({t})" for t in sub)
+        + " | env episodes | s / iteration |",
+        "|---|---|---|---|" + "---|---|" * len(sub) + "---|---|",
+        f"| SFT start | | {rate(rec['sft'][head])} | | "
+        + " | ".join(f"{rate(rec['sft'][t])} | " for t in sub)
+        + " | |",
+    ]
+
+    def cells(h: dict) -> tuple[str, str]:
+        mean = f"{h['mean']:.2f} ({h['spread']:.2f})" if "mean" in h else "n/a"
+        g = h.get("against_grpo")
+        vs = f"+{g['wins']}/-{g['losses']}, p={g['p']:.2g}" if g and g["rl_seeds"] else ""
+        return mean, vs
+
+    for st in rec["stages"]:
+        h = st["heldout"]
+        per_seed = ", ".join(f"s{k} {v:.2f}" for k, v in h[head]["per_seed"].items())
+        row = [st["label"], per_seed, *cells(h[head])]
+        for t in sub:
+            row += list(cells(h[t]))
+        eps, secs = st["episodes_trained"], st["s_per_iteration"]
+        row += ["" if eps != eps else f"{eps:.0f}", "" if secs != secs else f"{secs:.0f}"]
+        lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "| stage | mechanism metric | per seed: mean over iterations / last iteration |", "|---|---|---|"]
+    for st in rec["stages"]:
+        for key, f in st["mechanism"].items():
+            per_seed = ", ".join(
+                f"s{int(s)} {m:.2f} / {x:.2f}" for s, m, x in zip(f["seeds"], f["mean"], f["last"], strict=True)
+            )
+            lines.append(f"| {st['label']} | {MECHANISM_LABELS.get(key, key)} | {per_seed} |")
+    v = rec["versions"]
+    lines += [
+        "",
+        f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}; Python {v['python']}, "
+        f"torch {v['torch']}, transformers {v['transformers']}).",
+    ]
+    return "\n".join(lines)
+
+
 CPU_PATH_PAGE = ROOT / "docs" / "cpu-path.md"
 #: The CPU-path page's blocks: marker name, renderer, record in docs/figures/ (the command is in the record).
 CPU_PATH_BLOCKS = (
@@ -660,6 +734,9 @@ def blocks() -> list[tuple[Path, str, str]]:
     out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
     probes = {name: json.loads(path.read_text()) for name, path in MECHANISM_PROBES.items()}
     out.append((CPU_PAGE, "mechanism-probe", render_mechanism_probe(probes)))
+    for env, path in SEED_COMPARISONS.items():
+        if path.exists():
+            out.append((CPU_PAGE, f"seed-comparison-{env}", render_seed_comparison(json.loads(path.read_text()))))
     for name, render_cpu_path, record in CPU_PATH_BLOCKS:
         out.append((CPU_PATH_PAGE, name, render_cpu_path(json.loads((JSON.parent / record).read_text()))))
     return out

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -186,6 +189,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     opts = p.parse_args(argv)
     import torch
 
+    from agentgym.rl.runinfo import versions
+
     if opts.device is None:
         opts.device = "cuda" if torch.cuda.is_available() else "cpu"
     if opts.dtype is None:
@@ -228,6 +233,10 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         "lora_rank": opts.lora_rank,
         "torch": torch.__version__,
         "results": results,
+        "versions": versions(),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+        "command": "python tools/gpu_check.py " + " ".join(argv if argv is not None else sys.argv[1:]),
     }
     print("JSON " + json.dumps(report))
     if opts.json is not None:
