@@ -4,16 +4,17 @@
     python tools/cpu_table.py --env frozenlake --methods grpo erl seed --seeds 1     # ERL and SEED vs GRPO
     python tools/cpu_table.py --env frozenlake --methods grpo ppo sapo --table-only  # summarise what exists
     python tools/cpu_table.py --env frozenlake --methods grpo --entries leaderboards/entries
-    python tools/cpu_table.py --env frozenlake --sft mech --methods grpo sapo erl seed --seeds 1,2,3 --jobs 2
-    python tools/cpu_table.py --env frozenlake --sft mech --methods erl-oracle seed-oracle --seeds 1 --jobs 2
+    python tools/cpu_table.py --env frozenlake --sft mech --methods grpo seed-oracle seed erl-oracle erl sapo gigpo \\
+        --seeds 1,2,3 --jobs 2 --record docs/records/cpu_mech_frozenlake.json
 
 ``--sft mech`` is the seed methods' comparison: every run starts from one fixed lesson/reflection SFT checkpoint
 (``sft_smollm2_ENV_mech.yaml``: action rows plus trajectory -> lesson, failed attempt -> reflection and
 reflection/lesson-in-context rows written by the privileged grid analyser), in its own folders (``runs/mech``,
 ``runs/heldout/ENV-mech``), so ``erl`` / ``seed`` are ERL and SEED with the model's *own* reflections and lessons
 and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analyser's (the mechanisms' upper bound;
-one seed is enough for them). The table then also reports each method's mechanism metrics (``MECHANISM``), mean
-over iterations and at the last one, per seed.
+they run the first of ``--seeds`` only: one seed is enough for them). The table then also reports each method's
+mechanism metrics (``MECHANISM``), mean over iterations and at the last one, per seed; ``--record`` writes it all,
+with the paired sign test against GRPO, as the record the docs render.
 
 Every step is skipped when its output exists, so a killed run picks up where it stopped:
 
@@ -238,6 +239,12 @@ def mechanism_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict
     return out
 
 
+def method_seeds(method: str, seeds: list[int]) -> list[int]:
+    """The RL seeds a method runs: all, but the first only for the oracle variants (the mechanisms' upper bound:
+    one seed is enough)."""
+    return seeds[:1] if method.endswith("-oracle") else seeds
+
+
 def sign_test(wins: int, losses: int) -> float:
     """Two-sided exact sign test: the chance of a split of the discordant pairs at least as uneven as
     ``wins``:``losses`` when each pair is a fair coin (1.0 without discordant pairs)."""
@@ -379,8 +386,10 @@ def main(argv: list[str] | None = None) -> int:
                 pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job, temps, opts.sft)
                 for s in seeds
                 for m in opts.methods
+                if s in method_seeds(m, seeds)
             ]
-            futures += [pool.submit(evaluate, opts.env, "base", "smollm2-base", out, per_job, t) for t in temps]
+            if not mech:  # the shipped model does not depend on the SFT stage: the main table has its row
+                futures += [pool.submit(evaluate, opts.env, "base", "smollm2-base", out, per_job, t) for t in temps]
             for f in futures:
                 f.result()
         print(f"(trained and evaluated in {time.perf_counter() - t0:.0f} s)")
