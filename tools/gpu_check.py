@@ -122,6 +122,11 @@ def run_one(algo: str, opts: argparse.Namespace, out_dir: Path) -> dict[str, flo
         seed=opts.seed,
         rollout_engine=opts.rollout_engine,
         lora_rank=opts.lora_rank,
+        **{
+            k: v
+            for k, v in (("prompt_style", opts.prompt_style), ("history_length", opts.history_length))
+            if v is not None
+        },
     )
     kw = {}
     if algo == "ppo":
@@ -183,6 +188,8 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
     p.add_argument("--max-prompt-tokens", type=int, default=1024)
     p.add_argument("--max-turns", type=int, default=None, help="turn limit per episode (default: the env's own)")
     p.add_argument("--micro-batch-size", type=int, default=8)
+    p.add_argument("--prompt-style", default=None, help="the env's prompt style (default: the trainer's)")
+    p.add_argument("--history-length", type=int, default=None, help="turns of history (default: the trainer's)")
     p.add_argument("--gradient-checkpointing", action="store_true")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", type=Path, default=None, help="also write the results here")
