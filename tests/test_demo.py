@@ -269,3 +269,7 @@ def test_cpu_table_comparison_pairs_each_method_with_grpo_task_by_task_and_seed_
     assert seed["against_grpo"] == {"rl_seeds": 2, "wins": 4, "losses": 0, "p": pytest.approx(2 / 16)}
     assert erl["against_grpo"] == {"rl_seeds": 0, "wins": 0, "losses": 0, "p": 1.0}
     assert [s["label"] for s in rec["stages"]] == ["SFT+GRPO", "SFT+SEED", "SFT+ERL"]
+    assert rec["pending"] == ["grpo seed 3", "seed seed 3", "erl seed 1", "erl seed 2"]
+    # a method none of whose runs is evaluated yet is pending, not a row; an oracle variant runs the first seed only
+    rec = cpu_table.comparison("frozenlake", ["grpo", "erl-oracle"], [1, 2], [0.4], runs, out, "mech")
+    assert [s["method"] for s in rec["stages"]] == ["grpo"] and rec["pending"] == ["erl-oracle seed 1"]

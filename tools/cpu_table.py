@@ -287,8 +287,13 @@ def comparison(
         }
         for m in methods
     }
-    stages = []
+    stages, pending = [], []
     for m in methods:
+        # a run counts once its headline evaluation exists (its training finished, its checkpoint evaluated)
+        done = [s for s in method_seeds(m, seeds) if _done(out, temps[0], m, s)]
+        pending += [f"{m} seed {s}" for s in method_seeds(m, seeds) if s not in done]
+        if not done:
+            continue
         per_temp = {}
         for t in temps:
             got = solved[m][t]
@@ -302,16 +307,17 @@ def comparison(
             if m != "grpo" and "grpo" in solved:
                 row["against_grpo"] = paired_against(got, solved["grpo"][t])
             per_temp[tag(t)] = row
+        facts = stage_facts(runs, env, m, done)
         stages.append(
             {
                 "method": m,
                 "label": entry_meta(f"smollm2-sft-{m}_s0", sft_variant=sft)["method"],
                 "heldout": per_temp,
-                "mechanism": mechanism_facts(runs, env, m, seeds) if script(m) in MECHANISM else {},
-                **stage_facts(runs, env, m, seeds),
+                "mechanism": mechanism_facts(runs, env, m, done) if script(m) in MECHANISM else {},
+                **{k: None if v != v else v for k, v in facts.items()},  # NaN: no metrics to read
             }
         )
-    return {"suite": SUITES[env], "sft": sft_row, "stages": stages}
+    return {"suite": SUITES[env], "sft": sft_row, "stages": stages, "pending": pending}
 
 
 def _done(out: Path, t: float, method: str, seed: int) -> bool:

@@ -689,8 +689,10 @@ def render_seed_comparison(rec: dict) -> str:
         for t in sub:
             row += list(cells(h[t]))
         eps, secs = st["episodes_trained"], st["s_per_iteration"]
-        row += ["" if eps != eps else f"{eps:.0f}", "" if secs != secs else f"{secs:.0f}"]
+        row += ["" if eps is None else f"{eps:.0f}", "" if secs is None else f"{secs:.0f}"]
         lines.append("| " + " | ".join(row) + " |")
+    if rec["pending"]:
+        lines += ["", f"Not run yet: {', '.join(rec['pending'])}."]
     lines += ["", "| stage | mechanism metric | per seed: mean over iterations / last iteration |", "|---|---|---|"]
     for st in rec["stages"]:
         for key, f in st["mechanism"].items():
@@ -702,6 +704,37 @@ def render_seed_comparison(rec: dict) -> str:
     lines += [
         "",
         f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}; Python {v['python']}, "
+        f"torch {v['torch']}, transformers {v['transformers']}).",
+    ]
+    return "\n".join(lines)
+
+
+#: SAPO's time per iteration against PPO's at the same batch (tools/gpu_check.py --json): env -> its record
+SAPO_TIMINGS = {"frozenlake": ROOT / "docs" / "records" / "sapo_ppo_time_smollm2_frozenlake_cpu.json"}
+
+
+def render_sapo_time(rec: dict) -> str:
+    """PPO's and SAPO's seconds per iteration, split by phase, from one ``tools/gpu_check.py`` run."""
+    r = rec["results"]
+    phases = (
+        ("generation", "generation_s"),
+        ("old log-probs", "old_logprob_s"),
+        ("critic", "critic_s"),
+        ("update", "update_s"),
+        ("iteration", "iteration_s"),
+    )
+    algos = [a for a in ("ppo", "sapo") if a in r]
+    lines = ["| seconds per iteration | " + " | ".join(a.upper() for a in algos) + " |", "|---|" + "---|" * len(algos)]
+    lines += [f"| {name} | " + " | ".join(f"{r[a][key]:.1f}" for a in algos) + " |" for name, key in phases]
+    lines.append("| turns played | " + " | ".join(f"{r[a]['turns']:.0f}" for a in algos) + " |")
+    ratio = r["sapo"]["iteration_s"] / r["ppo"]["iteration_s"]
+    v = rec["versions"]
+    lines += [
+        "",
+        f"SAPO / PPO time per iteration: x{ratio:.2f} ({100 * (ratio - 1):+.0f}%); update + critic: "
+        f"x{r['sapo']['update_s'] / (r['ppo']['update_s'] + r['ppo']['critic_s']):.2f}.",
+        "",
+        f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}, {rec['dtype']}; "
         f"torch {v['torch']}, transformers {v['transformers']}).",
     ]
     return "\n".join(lines)
@@ -737,6 +770,9 @@ def blocks() -> list[tuple[Path, str, str]]:
     for env, path in SEED_COMPARISONS.items():
         if path.exists():
             out.append((CPU_PAGE, f"seed-comparison-{env}", render_seed_comparison(json.loads(path.read_text()))))
+    for env, path in SAPO_TIMINGS.items():
+        if path.exists():
+            out.append((CPU_PAGE, f"sapo-time-{env}", render_sapo_time(json.loads(path.read_text()))))
     for name, render_cpu_path, record in CPU_PATH_BLOCKS:
         out.append((CPU_PATH_PAGE, name, render_cpu_path(json.loads((JSON.parent / record).read_text()))))
     return out

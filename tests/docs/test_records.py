@@ -57,6 +57,10 @@ def test_every_record_names_its_command_date_machine_and_versions(fig):
     for t in timings["values"]:
         assert t["command"] and t["date"] and t["commit"] and t["machine"] and t["seconds"] > 0, t
         assert "measured_by" in t or "typed in by hand" in t["source"], t  # a hand entry says so
+    others = [*fig.MECHANISM_PROBES.values(), *fig.SEED_COMPARISONS.values(), *fig.SAPO_TIMINGS.values()]
+    for path in [p for p in others if p.exists()]:
+        rec = json.loads(path.read_text())
+        assert rec["command"] and rec["date"] and rec["machine"] and rec["versions"]["git_commit"], path
 
 
 @pytest.fixture
@@ -134,3 +138,39 @@ def test_a_stage_row_shows_its_interval_its_seeds_and_gains_against_sft(fig):
     rl = next(line for line in table.splitlines() if line.startswith("| SFT+GiGPO |"))
     assert "0.30 (0.20-0.40, 2 seeds)" in rl and "0.40, 0.20" in rl
     assert "+1/-0, +1/-2" in rl  # seed 1 gains board 4; seed 2 gains 5, loses 1 and 3
+
+
+def test_the_seed_comparison_block_shows_seeds_sign_tests_pending_runs_and_mechanisms(fig):
+    heldout = {
+        "t0.4": {"per_seed": {"1": 0.7, "2": 0.6}, "mean": 0.65, "spread": 0.05,
+                 "against_grpo": {"rl_seeds": 2, "wins": 9, "losses": 3, "p": 0.146}},
+        "greedy": {"per_seed": {"1": 0.6}, "mean": 0.6, "spread": 0.0,
+                   "against_grpo": {"rl_seeds": 0, "wins": 0, "losses": 0, "p": 1.0}},
+    }  # fmt: skip
+    record = {
+        "suite": "frozenlake-notslippery", "sft": {"t0.4": 0.66, "greedy": 0.59}, "pending": ["erl seed 3"],
+        "stages": [{"method": "seed", "label": "SFT+SEED", "heldout": heldout, "episodes_trained": 192.0,
+                    "s_per_iteration": None,
+                    "mechanism": {"seed/lesson_gap": {"seeds": [1.0, 2.0], "mean": [0.1, -0.05], "last": [0.2, 0.0]}}}],
+        "command": "python tools/cpu_table.py ...", "date": "2026-01-01", "machine": "m",
+        "versions": {"git_commit": "0123456789", "python": "3", "torch": "t", "transformers": "tf"},
+    }  # fmt: skip
+    text = fig.render_seed_comparison(record)
+    row = next(line for line in text.splitlines() if line.startswith("| SFT+SEED | s1"))
+    assert "s1 0.70, s2 0.60" in row and "0.65 (0.05)" in row and "+9/-3, p=0.15" in row and "| 192 |" in row
+    assert "| SFT start | | 0.66 |" in text and "Not run yet: erl seed 3." in text
+    assert "| SFT+SEED | conditioned minus free | s1 0.10 / 0.20, s2 -0.05 / 0.00 |" in text
+    assert "(at 0123456" in text
+
+
+def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
+    phases = ("generation_s", "old_logprob_s", "critic_s", "update_s")
+    ppo = dict(zip(phases, (50.0, 10.0, 15.0, 25.0), strict=True), iteration_s=100.0, turns=80.0)
+    sapo = dict(zip(phases, (50.0, 10.0, 0.0, 20.0), strict=True), iteration_s=80.0, turns=80.0)
+    record = {
+        "results": {"ppo": ppo, "sapo": sapo}, "dtype": "float32", "command": "python tools/gpu_check.py ...",
+        "date": "2026-01-01", "machine": "m", "versions": {"git_commit": "abcdef0123", "torch": "t", "transformers": "tf"},
+    }  # fmt: skip
+    text = fig.render_sapo_time(record)
+    assert "| critic | 15.0 | 0.0 |" in text and "| iteration | 100.0 | 80.0 |" in text
+    assert "x0.80 (-20%)" in text and "update + critic: x0.50" in text
