@@ -261,6 +261,35 @@ def _interleave(first: list[Episode], second: list[Episode]) -> list[Episode]:
     return out
 
 
+def context_examples(
+    failures: list[Episode], args: Args, system: str | None
+) -> Iterator[tuple[str, AgentInput, dict[str, str], Episode, int]]:
+    """The sources of the text-in-context rows, in row order: for each failed episode, the env expert's episode
+    from the same reset with that failure's text in every prompt -- a reflection (ERL's second attempt; failures
+    0, 2, ...: the in_context form's ``reflection`` or, for the rulebook form, the system prompt ERL builds) or a
+    lesson's ``episode_skill`` (SEED's teacher; failures 1, 3, ...). Yields ``(kind, input, template kwargs,
+    expert episode, step)``; the caller skips steps ``step_target`` rejects and stops at ``context_rows``."""
+    if not args.context_rows or not failures:
+        return
+    from agentgym.agent_io import EpisodeSpec
+    from agentgym.agents import ExpertAgent
+    from agentgym.agents.oracle import oracle_lesson, oracle_reflection
+    from agentgym.evaluation import run_episodes
+
+    specs = [EpisodeSpec(seed=ep.seed, options=ep.options) for ep in failures]
+    experts = run_episodes(args.env_id, ExpertAgent(), specs, env_kwargs=args.env_kwargs or None).episodes
+    for i, (ep, expert) in enumerate(zip(failures, experts, strict=True)):
+        if i % 2 == 0 and args.reflection_form == "in_context":
+            kind, context = "reflection", {"reflection": oracle_reflection(ep, args.reflection_form)}
+        elif i % 2 == 0:  # as ErlTrainer.second_attempt_kwargs builds a rulebook's system prompt
+            rules = oracle_reflection(ep, args.reflection_form)
+            kind, context = "reflection", {"system": f"{rules}\n\n{system}" if system else rules}
+        else:
+            kind, context = "lesson", {"lesson": oracle_lesson(ep)["episode_skill"]}
+        for inp, t in episode_inputs(expert):
+            yield kind, inp, context, expert, t
+
+
 def analysis_rows(
     episodes: list[Episode], template, tokenizer, args: Args
 ) -> tuple[list[list[int]], list[list[int]], dict[str, float]]:
@@ -296,32 +325,16 @@ def analysis_rows(
         chat = build_reflection_messages(ep, memory=memory, form=args.reflection_form, system_prompt=system)
         add(chat, oracle_reflection_reply(ep, args.reflection_form, crit=c))  # ERL appends the base prompt itself
     n_context = 0
-    if args.context_rows:
-        from agentgym.agent_io import EpisodeSpec
-        from agentgym.agents import ExpertAgent
-        from agentgym.agents.oracle import oracle_lesson
-        from agentgym.evaluation import run_episodes
-
-        specs = [EpisodeSpec(seed=ep.seed, options=ep.options) for ep in failures]
-        experts = run_episodes(args.env_id, ExpertAgent(), specs, env_kwargs=args.env_kwargs or None).episodes
-        for i, (ep, expert) in enumerate(zip(failures, experts)):
-            if n_context >= args.context_rows:
-                break
-            if i % 2 == 0 and args.reflection_form == "in_context":
-                context = {"reflection": oracle_reflection(ep, args.reflection_form)}
-            elif i % 2 == 0:  # as ErlTrainer.second_attempt_kwargs builds a rulebook's system prompt
-                rules = oracle_reflection(ep, args.reflection_form)
-                context = {"system": f"{rules}\n\n{system}" if system else rules}
-            else:
-                context = {"lesson": oracle_lesson(ep)["episode_skill"]}
-            for inp, t in episode_inputs(expert):
-                text = step_target(expert, t, args.expert_think, template)
-                if text is None or n_context >= args.context_rows:
-                    continue
-                _, ids, _ = fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, context)
-                prompts.append(ids)
-                targets.append(list(tokenizer(text + eos, add_special_tokens=False)["input_ids"]))
-                n_context += 1
+    for _, inp, context, expert, t in context_examples(failures, args, system):
+        if n_context >= args.context_rows:
+            break
+        text = step_target(expert, t, args.expert_think, template)
+        if text is None:
+            continue
+        _, ids, _ = fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, context)
+        prompts.append(ids)
+        targets.append(list(tokenizer(text + eos, add_special_tokens=False)["input_ids"]))
+        n_context += 1
     stats = {
         "sft/analysis_episodes": float(len(episodes)),
         "sft/analysis_failures": float(len(failures)),

@@ -175,6 +175,37 @@ def test_mechanism_probe_measures_writing_erl_and_seed_on_a_trained_run(tmp_path
     assert out["seed"]["probe_tasks"] == 2.0
 
 
+def test_mechanism_probe_replays_the_sft_context_rows_with_and_without_their_text(tmp_path):
+    """``--context-rows``: the SFT run's text-in-context rows rebuilt from its folder (as many as it trained on,
+    reflections and lessons alternating by failed episode), each played greedily with and without its text."""
+    import mechanism_probe
+
+    from baselines import sft
+
+    args = sft.Args(
+        model="tiny",
+        env_id="agentgym/FrozenLakeNotSlippery-v0",
+        output_dir=str(tmp_path),
+        exp_name="sft",
+        expert_episodes=4,
+        total_iterations=1,
+        history_length=0,
+        prompt_style="erl-cells",
+        context_rows=6,
+        analysis_episodes=24,
+        perturb_prob=0.7,
+        progress=False,
+        plot=False,
+    )
+    stats = sft.train(args)
+    assert stats["sft/context_rows"] == 6.0
+    tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "dtype": "float32"}
+    out = mechanism_probe.context_reliance("frozenlake", str(tmp_path / "sft"), overrides=tiny)
+    assert sum(v["rows"] for v in out.values()) == 6 and "reflection" in out
+    for v in out.values():
+        assert all(0.0 <= v[k] <= 1.0 for k in ("target_with_text", "target_without_text", "same_move_with_and_without"))
+
+
 def test_mechanism_probe_compares_the_second_attempts_first_move_with_the_tasks_first_attempts(monkeypatch):
     """Where a failed first attempt's first move was the mistake, the probe reports how often the second attempt
     took the better move against how often the task's first attempts did (only first-step mistakes count)."""

@@ -17,6 +17,9 @@ On held-out tasks (reset seeds from 30,000,000, far from the training seeds 0-76
    lesson-free success on the same tasks. ``--self`` measures 2 and 3 with the model's own text instead
    (``erl_smollm2_ENV.yaml`` / ``seed_smollm2_ENV.yaml``).
 
+``--context-rows`` measures instead whether the SFT run's own text-in-context rows needed their text: on each, the
+greedy move with the reflection or lesson in the prompt and without it, against the row's target.
+
 Nothing is trained; the record holds every figure with the versions, date, machine and command.
 """
 
@@ -100,6 +103,62 @@ def probe(
     return out
 
 
+def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | None = None) -> dict:
+    """Do the SFT's text-in-context rows need their text? On each such row of the SFT run ``model`` (rebuilt from
+    its config and ``analysis.jsonl`` by ``baselines.sft.context_examples``), the greedy move with the row's
+    reflection or lesson in the prompt and without it, against the row's target (the env expert's move).
+
+    A row whose target the model picks without the text teaches nothing about reading the text; where the two moves
+    agree, the text changed nothing."""
+    from agentgym.episodes import read_episodes
+    from agentgym.rl.config import load_config_file, make_args
+    from agentgym.rl.rollout import fit_prompt
+    from baselines import erl, sft
+
+    run = Path(model)
+    args = make_args(sft.Args, load_config_file(run / "config.yaml"))
+    failures = [ep for ep in read_episodes(run / "analysis.jsonl") if not ep.success]
+    with tempfile.TemporaryDirectory() as tmp:
+        config = CPU_CONFIGS / f"erl_oracle_smollm2_{env}.yaml"
+        tr = _trainer(erl.ErlTrainer, erl.Args, config, model, tmp, 1, seed, overrides or {})
+        rows = []
+        for kind, inp, context, expert, t in sft.context_examples(failures, args, tr.template.system_prompt):
+            if len(rows) >= args.context_rows:
+                break
+            if sft.step_target(expert, t, args.expert_think, tr.template) is not None:
+                rows.append((kind, inp, context, expert.steps[t].action))
+        moves = {}
+        tr.model.eval()
+        for with_text in (True, False):
+            prompts = [
+                fit_prompt(
+                    tr.template,
+                    tr.tokenizer,
+                    inp,
+                    args.history_length,
+                    args.max_prompt_tokens,
+                    ctx if with_text else {},
+                )[1]
+                for _, inp, ctx, _ in rows
+            ]
+            with tr.autocast():
+                outs = tr.generator.generate(
+                    prompts, max_new_tokens=tr.args.max_new_tokens, temperature=0.0, seed=seed
+                )
+            moves[with_text] = [tr.template.parse(o.text).action for o in outs]
+    out: dict = {}
+    for kind in ("reflection", "lesson"):
+        idx = [i for i, r in enumerate(rows) if r[0] == kind]
+        if idx:
+            out[kind] = {
+                "rows": len(idx),
+                "target_with_text": sum(moves[True][i] == rows[i][3] for i in idx) / len(idx),
+                "target_without_text": sum(moves[False][i] == rows[i][3] for i in idx) / len(idx),
+                "same_move_with_and_without": sum(moves[True][i] == moves[False][i] for i in idx) / len(idx),
+            }
+    return out
+
+
 def first_move_fixes(firsts: list, failed: list[int], seconds: list, group_size: int) -> dict[str, float | None]:
     """Does a second attempt act on its reflection? For failed first attempts whose first move was already the
     mistake (the privileged analyser's critique), how often the second attempt's first move is the better move,
@@ -140,6 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tasks", type=int, default=10, help="tasks of the ERL and SEED checks (x the configs' groups)")
     p.add_argument("--self", dest="own", action="store_true", help="the model's own reflections/lessons")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--context-rows",
+        action="store_true",
+        help="instead: the SFT run's text-in-context rows, the greedy move with and without their text",
+    )
     p.add_argument("--out", default=None, help="write the record here (JSON)")
     opts = p.parse_args(argv)
     if not Path(opts.model).exists():
@@ -147,7 +211,10 @@ def main(argv: list[str] | None = None) -> int:
     from agentgym.rl.runinfo import versions
 
     t0 = time.time()
-    value = probe(opts.env, opts.model, episodes=opts.episodes, tasks=opts.tasks, own=opts.own, seed=opts.seed)
+    if opts.context_rows:
+        value = {"context_rows": context_reliance(opts.env, opts.model, seed=opts.seed)}
+    else:
+        value = probe(opts.env, opts.model, episodes=opts.episodes, tasks=opts.tasks, own=opts.own, seed=opts.seed)
     record = {
         "value": value,
         "env": ENVS[opts.env],
