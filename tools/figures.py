@@ -633,6 +633,27 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
+#: does the SFT's text-in-context rows' target need the text? (tools/mechanism_probe.py --context-rows)
+CONTEXT_ROWS = ROOT / "docs" / "records" / "mechanism_context_rows_frozenlake.json"
+
+
+def render_context_rows(rec: dict) -> str:
+    """Per kind of text-in-context row: how often the greedy move is the target with the text and without it."""
+    lines = [
+        "| SFT rows with, in the prompt, | rows | target move, text in the prompt | target move, text left out "
+        "| same move either way |",
+        "|---|---|---|---|---|",
+    ]
+    for kind, v in rec["value"]["context_rows"].items():
+        lines.append(
+            f"| a {kind} | {v['rows']} | {100 * v['target_with_text']:.0f}% | {100 * v['target_without_text']:.0f}% "
+            f"| {100 * v['same_move_with_and_without']:.0f}% |"
+        )
+    v = rec["versions"]
+    lines += ["", f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']})."]
+    return "\n".join(lines)
+
+
 #: the seed methods' RL comparison from the lesson/reflection SFT (tools/cpu_table.py --sft mech --record ...)
 SEED_COMPARISONS = {"frozenlake": ROOT / "docs" / "records" / "cpu_mech_frozenlake.json"}
 #: mechanism metric -> what the comparison block calls it
@@ -767,6 +788,7 @@ def blocks() -> list[tuple[Path, str, str]]:
     out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
     probes = {name: json.loads(path.read_text()) for name, path in MECHANISM_PROBES.items()}
     out.append((CPU_PAGE, "mechanism-probe", render_mechanism_probe(probes)))
+    out.append((CPU_PAGE, "mechanism-context-rows", render_context_rows(json.loads(CONTEXT_ROWS.read_text()))))
     for env, path in SEED_COMPARISONS.items():
         if path.exists():
             out.append((CPU_PAGE, f"seed-comparison-{env}", render_seed_comparison(json.loads(path.read_text()))))

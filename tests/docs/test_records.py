@@ -57,7 +57,12 @@ def test_every_record_names_its_command_date_machine_and_versions(fig):
     for t in timings["values"]:
         assert t["command"] and t["date"] and t["commit"] and t["machine"] and t["seconds"] > 0, t
         assert "measured_by" in t or "typed in by hand" in t["source"], t  # a hand entry says so
-    others = [*fig.MECHANISM_PROBES.values(), *fig.SEED_COMPARISONS.values(), *fig.SAPO_TIMINGS.values()]
+    others = [
+        fig.CONTEXT_ROWS,
+        *fig.MECHANISM_PROBES.values(),
+        *fig.SEED_COMPARISONS.values(),
+        *fig.SAPO_TIMINGS.values(),
+    ]
     for path in [p for p in others if p.exists()]:
         rec = json.loads(path.read_text())
         assert rec["command"] and rec["date"] and rec["machine"] and rec["versions"]["git_commit"], path
