@@ -692,9 +692,11 @@ def render_seed_comparison(rec: dict) -> str:
         + " | ".join(f"mean ({t}) | against GRPO ({t})" for t in sub)
         + " | env episodes | s / iteration |",
         "|---|---|---|---|" + "---|---|" * len(sub) + "---|---|",
-        f"| SFT start | | {rate(rec['sft'][head])} | | "
-        + " | ".join(f"{rate(rec['sft'][t])} | " for t in sub)
-        + " | |",
+        "| "
+        + " | ".join(
+            ["SFT start", "", rate(rec["sft"][head]), "", *[c for t in sub for c in (rate(rec["sft"][t]), "")], "", ""]
+        )
+        + " |",
     ]
 
     def cells(h: dict) -> tuple[str, str]:
@@ -761,6 +763,68 @@ def render_sapo_time(rec: dict) -> str:
     return "\n".join(lines)
 
 
+def render_seed_methods(probes: dict[str, dict], comparison: dict | None, sapo_time: dict | None) -> str:
+    """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
+    SmolLM2-135M, CPU): the probe before RL (privileged and own text), then, per method, the RL comparison's
+    mechanism metric and held-out success against GRPO, as far as the comparison has run."""
+    oracle, own = probes["privileged (oracle) text"]["value"], probes["the model's own text"]["value"]
+    stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.0f}%"
+
+    def after_rl(method: str) -> str:
+        st = stages.get(method)
+        if st is None:
+            return "after RL: not run yet"
+        head = next(iter(st["heldout"]))
+        h, grpo = st["heldout"][head], stages.get("grpo", {}).get("heldout", {}).get(head, {})
+        seeds = len(h["per_seed"])
+        text = f"after RL ({seeds} seed{'s' * (seeds > 1)}): held-out {h['mean']:.2f}"
+        if "mean" in grpo and method != "grpo":
+            g = h["against_grpo"]
+            text += f" against GRPO's {grpo['mean']:.2f} (tasks +{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g})"
+        return text
+
+    def last(method: str, key: str) -> str:
+        f = stages.get(method, {}).get("mechanism", {}).get(key)
+        return ", ".join(f"{x:.2f}" for x in f["last"]) if f else "n/a"
+
+    lines = [
+        f"- **SEED**: before RL, privileged lessons lift success on the same tasks from "
+        f"{pct(oracle['seed']['lesson_free_success'])} to {pct(oracle['seed']['lesson_conditioned_success'])}; the "
+        f"model's own lessons parse {pct(own['seed']['lesson_parse_rate'])} of the time and give "
+        f"{pct(own['seed']['lesson_conditioned_success'])} against {pct(own['seed']['lesson_free_success'])}. "
+        f"Own lessons during RL parse (last iteration, per seed): {last('seed', 'seed/lesson_parse_rate')}; "
+        f"{after_rl('seed')}; with privileged lessons, {after_rl('seed-oracle')}.",
+        f"- **ERL**: before RL, with the privileged reflection second attempts succeed "
+        f"{pct(oracle['erl']['second_success'])} against {pct(oracle['erl']['first_success_same_tasks'])} for the same "
+        f"tasks' other first attempts (own reflections: {pct(own['erl']['second_success'])}): the policy does not act "
+        f"on the reflection (see the CPU page for why). Own reflections in their tags during RL (last iteration, per "
+        f"seed): {last('erl', 'erl/reflection_tagged_rate')}; {after_rl('erl')}; with privileged reflections, "
+        f"{after_rl('erl-oracle')}.",
+        f"- **SAPO**: correlation of the V read-out with the realised returns at the last iteration, per seed: "
+        f"{last('sapo', 'sapo/value_return_corr')}; {after_rl('sapo')}.",
+    ]
+    if sapo_time is not None:
+        r = sapo_time["results"]
+        lines[-1] += (
+            f" Time per iteration against PPO at the same batch: x{r['sapo']['iteration_s'] / r['ppo']['iteration_s']:.2f}."
+        )
+    cmds = [p["command"] for p in probes.values()]
+    cmds += [comparison["command"]] if comparison else []
+    cmds += [sapo_time["command"]] if sapo_time else []
+    v = probes["privileged (oracle) text"]["versions"]
+    lines += [
+        "",
+        f"SmolLM2-135M-Instruct on FrozenLakeNotSlippery-v0, CPU, from one lesson/reflection SFT checkpoint; "
+        f"Python {v['python']}, torch {v['torch']}, transformers {v['transformers']}. Commands: "
+        + "; ".join(f"`{c}`" for c in cmds)
+        + ".",
+    ]
+    return "\n".join(lines)
+
+
 CPU_PATH_PAGE = ROOT / "docs" / "cpu-path.md"
 #: The CPU-path page's blocks: marker name, renderer, record in docs/figures/ (the command is in the record).
 CPU_PATH_BLOCKS = (
@@ -789,6 +853,18 @@ def blocks() -> list[tuple[Path, str, str]]:
     probes = {name: json.loads(path.read_text()) for name, path in MECHANISM_PROBES.items()}
     out.append((CPU_PAGE, "mechanism-probe", render_mechanism_probe(probes)))
     out.append((CPU_PAGE, "mechanism-context-rows", render_context_rows(json.loads(CONTEXT_ROWS.read_text()))))
+    comparison, sapo_time = (SEED_COMPARISONS["frozenlake"], SAPO_TIMINGS["frozenlake"])
+    out.append(
+        (
+            ROOT / "baselines" / "README.md",
+            "seed-methods",
+            render_seed_methods(
+                probes,
+                json.loads(comparison.read_text()) if comparison.exists() else None,
+                json.loads(sapo_time.read_text()) if sapo_time.exists() else None,
+            ),
+        )
+    )
     for env, path in SEED_COMPARISONS.items():
         if path.exists():
             out.append((CPU_PAGE, f"seed-comparison-{env}", render_seed_comparison(json.loads(path.read_text()))))

@@ -163,7 +163,9 @@ def test_the_seed_comparison_block_shows_seeds_sign_tests_pending_runs_and_mecha
     text = fig.render_seed_comparison(record)
     row = next(line for line in text.splitlines() if line.startswith("| SFT+SEED | s1"))
     assert "s1 0.70, s2 0.60" in row and "0.65 (0.05)" in row and "+9/-3, p=0.15" in row and "| 192 |" in row
-    assert "| SFT start | | 0.66 |" in text and "Not run yet: erl seed 3." in text
+    sft = next(line for line in text.splitlines() if line.startswith("| SFT start"))
+    assert [c.strip() for c in sft.strip("|").split("|")] == ["SFT start", "", "0.66", "", "0.59", "", "", ""]
+    assert len(row.strip("|").split("|")) == 8 and "Not run yet: erl seed 3." in text
     assert "| SFT+SEED | conditioned minus free | s1 0.10 / 0.20, s2 -0.05 / 0.00 |" in text
     assert "(at 0123456" in text
 
@@ -179,3 +181,31 @@ def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
     text = fig.render_sapo_time(record)
     assert "| critic | 15.0 | 0.0 |" in text and "| iteration | 100.0 | 80.0 |" in text
     assert "x0.80 (-20%)" in text and "update + critic: x0.50" in text
+
+
+def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
+    probes = {name: json.loads(path.read_text()) for name, path in fig.MECHANISM_PROBES.items()}
+    before = fig.render_seed_methods(probes, None, None)
+    assert before.count("after RL: not run yet") == 5  # SEED, SEED oracle, ERL, ERL oracle, SAPO
+    oracle = probes["privileged (oracle) text"]["value"]["seed"]
+    assert (
+        f"from {100 * oracle['lesson_free_success']:.0f}% to {100 * oracle['lesson_conditioned_success']:.0f}%"
+        in before
+    )
+
+    def stage(method, mean, mech=None):
+        h = {"per_seed": {"1": mean, "2": mean}, "mean": mean, "spread": 0.0}
+        if method != "grpo":
+            h["against_grpo"] = {"rl_seeds": 2, "wins": 12, "losses": 4, "p": 0.0768}
+        return {"method": method, "heldout": {"t0.4": h}, "mechanism": mech or {}}
+
+    corr = {"sapo/value_return_corr": {"seeds": [1.0, 2.0], "mean": [0.2, 0.3], "last": [0.55, 0.61]}}
+    comparison = {"stages": [stage("grpo", 0.6), stage("sapo", 0.7, corr)], "command": "python tools/cpu_table.py X"}
+    timing = {"results": {"ppo": {"iteration_s": 100.0}, "sapo": {"iteration_s": 70.0}}, "command": "gpu_check Y"}
+    after = fig.render_seed_methods(probes, comparison, timing)
+    sapo = next(line for line in after.splitlines() if line.startswith("- **SAPO**"))
+    assert (
+        "0.55, 0.61" in sapo
+        and "after RL (2 seeds): held-out 0.70 against GRPO's 0.60 (tasks +12/-4, sign test p=0.077)" in sapo
+    )
+    assert "against PPO at the same batch: x0.70" in sapo and "`python tools/cpu_table.py X`" in after
