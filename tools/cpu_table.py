@@ -60,7 +60,7 @@ import demo  # noqa: E402
 CPU_CONFIGS = ROOT / "baselines" / "configs" / "cpu"
 #: --env -> the held-out suite (100 seeds from agentgym.suites.EVAL_SEED_BASE)
 SUITES = {"frozenlake": "frozenlake-notslippery", "sokoban": "sokoban"}
-METHODS = ("grpo", "ppo", "sapo", "erl", "seed", "rloo", "gigpo", "erl-oracle", "seed-oracle")
+METHODS = ("grpo", "ppo", "sapo", "erl", "seed", "rloo", "gigpo", "erl-oracle", "seed-oracle", "seed-strong-oracle")
 #: --sft -> the SFT stage's config suffix: "" the action-only behaviour cloning, "mech" the lesson/reflection SFT
 SFT_VARIANTS = {"action": "", "mech": "_mech"}
 #: the metrics that show each seed method's own mechanism at work (logged every iteration by the baselines)
@@ -497,6 +497,7 @@ def entry_meta(name: str, sft_epochs: int | None = None, sft_variant: str = "act
         "gigpo": "GiGPO",
         "erl-oracle": "ERL (oracle reflections)",
         "seed-oracle": "SEED (oracle lessons)",
+        "seed-strong-oracle": "SEED (oracle lessons, lambda_opd 1)",
     }.get(method)
     label = label or method.upper()
     return {
