@@ -399,7 +399,8 @@ def main(argv: list[str] | None = None) -> int:
             for f in futures:
                 f.result()
         print(f"(trained and evaluated in {time.perf_counter() - t0:.0f} s)")
-    names = ["smollm2-base", "smollm2-sft"] + [f"smollm2-sft-{m}_s{s}" for m in opts.methods for s in seeds]
+    names = ([] if mech else ["smollm2-base"]) + ["smollm2-sft"]  # the shipped model's row is the main table's
+    names += [f"smollm2-sft-{m}_s{s}" for m in opts.methods for s in method_seeds(m, seeds)]
     curves = [
         str(runs / f"{config(opts.env, m)['exp_name']}_s{s}")
         for m in opts.methods
@@ -460,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     if opts.entries:
         for name in names:
             sub = out / tag(temps[0]) / name
-            if not (sub / "submission.json").exists() or ((opts.sft_epochs or mech) and name == "smollm2-base"):
+            if not (sub / "submission.json").exists() or (opts.sft_epochs and name == "smollm2-base"):
                 continue  # the shipped model's entry does not depend on the SFT stage: it is the main table's
             meta = entry_meta(name, opts.sft_epochs, opts.sft)
             cmd = [sys.executable, "-m", "agentgym", "submit", str(sub), "--entries", opts.entries, "--force"]
