@@ -537,7 +537,7 @@ class ErlTrainer(Trainer):
         def mean(xs):
             return float(np.mean(xs)) if xs else 0.0
 
-        return {
+        metrics = {
             # the deployment metric: first attempts, no reflection in context
             "charts/episodic_return": mean(cat["returns"]),
             "charts/success_rate": mean(cat["success"]),
@@ -545,15 +545,18 @@ class ErlTrainer(Trainer):
             "charts/env_episodes": float(self.total_episodes),
             "rollout/invalid_action_rate": mean(cat["invalid"]),
             "rollout/response_length": mean(cat["resp"]),
-            "erl/second_success_rate": mean(cat["second"]),
-            "erl/first_success_same_tasks": mean(cat["first_same"]),
-            "erl/second_minus_first_same_tasks": mean(cat["second"]) - mean(cat["first_same"]),
             "erl/num_reflections": float(len(cat["second"])),
             "erl/memory_updates": float(sum(cat["updates"])),
             "erl/has_memory": float(self.memory is not None),
-            "erl/reflection_tagged_rate": mean(cat["tagged"]),
             "time/generation_s": float(gen_s),
         }  # validation (end_iteration) = first attempts, no reflection: what deployment sees
+        if cat["second"]:  # an iteration without a failed first attempt has no rate to give (not a rate of 0)
+            metrics["erl/second_success_rate"] = mean(cat["second"])
+            metrics["erl/first_success_same_tasks"] = mean(cat["first_same"])
+            metrics["erl/second_minus_first_same_tasks"] = mean(cat["second"]) - mean(cat["first_same"])
+        if cat["tagged"]:
+            metrics["erl/reflection_tagged_rate"] = mean(cat["tagged"])
+        return metrics
 
     def fit(self, advantage_fn=None, loss_fn=None) -> dict[str, float]:
         return super().fit(advantage_fn, loss_fn or erl_loss)  # advantage_fn None: erl_batch sets them

@@ -134,6 +134,9 @@ def test_cpu_table_runs_the_seed_mechanism_comparison_from_one_lesson_reflection
             json.dumps({"iteration": i, "erl/second_success_rate": v, "erl/first_success_same_tasks": 0.25}) + "\n"
             for i, v in ((1, 0.5), (2, 1.0))
         )
+        # an iteration without a failed first attempt, as logs before the fix wrote it: rates of 0, not counted
+        + json.dumps({"iteration": 3, "erl/num_reflections": 0.0, "erl/second_success_rate": 0.0})
+        + "\n"
     )
     cpu_table.train("frozenlake", "erl-oracle", 1, tmp_path, 1, sft="mech")
     assert cmds[-1][-1] == "--resume"
@@ -203,7 +206,9 @@ def test_mechanism_probe_replays_the_sft_context_rows_with_and_without_their_tex
     out = mechanism_probe.context_reliance("frozenlake", str(tmp_path / "sft"), overrides=tiny)
     assert sum(v["rows"] for v in out.values()) == 6 and "reflection" in out
     for v in out.values():
-        assert all(0.0 <= v[k] <= 1.0 for k in ("target_with_text", "target_without_text", "same_move_with_and_without"))
+        assert all(
+            0.0 <= v[k] <= 1.0 for k in ("target_with_text", "target_without_text", "same_move_with_and_without")
+        )
 
 
 def test_mechanism_probe_compares_the_second_attempts_first_move_with_the_tasks_first_attempts(monkeypatch):

@@ -230,7 +230,14 @@ def mechanism_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict
             continue
         rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
         for k in keys:
-            vals = [float(r[k]) for r in rows if k in r and r.get("iteration", 1) < 1_000_000]
+            # ERL's rates exist only where a first attempt failed (logs before that fix wrote 0 there)
+            vals = [
+                float(r[k])
+                for r in rows
+                if k in r
+                and r.get("iteration", 1) < 1_000_000
+                and not (k.startswith("erl/") and r.get("erl/num_reflections") == 0)
+            ]
             if vals:
                 facts = out.setdefault(k, {"seeds": [], "mean": [], "last": []})
                 facts["seeds"].append(float(s))

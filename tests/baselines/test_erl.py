@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from agentgym.episodes import Episode, Step
@@ -572,6 +574,16 @@ def test_oracle_reflections_make_second_attempts_beat_first_attempts_on_the_same
     assert m["erl/second_success_rate"] == 1.0 > m["erl/first_success_same_tasks"]  # the plan is informative
     assert m["erl/second_minus_first_same_tasks"] == pytest.approx(1.0 - m["erl/first_success_same_tasks"])
     assert m["erl/reflection_tagged_rate"] == 1.0
+    # an iteration whose first attempts all succeeded has no second attempt and no reflection: no rate at all,
+    # rather than rates of 0 that would drag the per-run means down
+    none_failed = dataclasses.replace(
+        exp, failed=[], reflections={}, reflection_rows={}, reflection_raw={}, second=None
+    )
+    m = tr.iteration_metrics(none_failed, batch, 1.0)
+    assert m["erl/num_reflections"] == 0.0
+    for key in ("second_success_rate", "first_success_same_tasks", "second_minus_first_same_tasks"):
+        assert f"erl/{key}" not in m
+    assert "erl/reflection_tagged_rate" not in m
 
 
 def test_unknown_reflector_is_refused(tmp_path):
