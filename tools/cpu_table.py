@@ -412,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
         str(runs / f"{config(opts.env, m)['exp_name']}_s{s}")
         for m in opts.methods
         for s in seeds
-        if (runs / f"{config(opts.env, m)['exp_name']}_s{s}" / "metrics.jsonl").exists()
+        if (runs / f"{config(opts.env, m)['exp_name']}_s{s}" / "model" / "config.json").exists()  # finished runs only
     ]
     tables = {}
     for t in temps:
