@@ -147,26 +147,33 @@ def test_cpu_table_runs_the_seed_mechanism_comparison_from_one_lesson_reflection
     assert meta["name"] == "SmolLM2-135M SFT with lessons and reflections+ERL (oracle reflections) seed 1 (CPU table)"
 
 
+def _tiny_sft(tmp_path, **extra) -> dict:
+    """A tiny SFT run on FrozenLake in the CPU configs' prompt settings (``tmp_path / "sft"``); its last metrics."""
+    from baselines import sft
+
+    return sft.train(
+        sft.Args(
+            model="tiny",
+            env_id="agentgym/FrozenLakeNotSlippery-v0",
+            output_dir=str(tmp_path),
+            exp_name="sft",
+            expert_episodes=4,
+            total_iterations=1,
+            history_length=0,
+            prompt_style="erl-cells",
+            progress=False,
+            plot=False,
+            **extra,
+        )
+    )
+
+
 def test_mechanism_probe_measures_writing_erl_and_seed_on_a_trained_run(tmp_path):
     """tools/mechanism_probe.py on a tiny SFT run: the model's own writing, oracle ERL's paired second-vs-first
     attempt success and oracle SEED's lesson-conditioned vs lesson-free success, all on the same held-out tasks."""
     import mechanism_probe
 
-    from baselines import sft
-
-    args = sft.Args(
-        model="tiny",
-        env_id="agentgym/FrozenLakeNotSlippery-v0",
-        output_dir=str(tmp_path),
-        exp_name="sft",
-        expert_episodes=4,
-        total_iterations=1,
-        history_length=0,
-        prompt_style="erl-cells",
-        progress=False,
-        plot=False,
-    )
-    sft.train(args)
+    _tiny_sft(tmp_path)
     tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "group_size": 2, "dtype": "float32"}
     out = mechanism_probe.probe("frozenlake", str(tmp_path / "sft"), episodes=3, tasks=2, own=False, overrides=tiny)
     assert out["writing"]["lesson_episodes"] == 3.0 and 0.0 <= out["writing"]["lesson_parse_rate"] <= 1.0
@@ -183,24 +190,7 @@ def test_mechanism_probe_replays_the_sft_context_rows_with_and_without_their_tex
     reflections and lessons alternating by failed episode), each played greedily with and without its text."""
     import mechanism_probe
 
-    from baselines import sft
-
-    args = sft.Args(
-        model="tiny",
-        env_id="agentgym/FrozenLakeNotSlippery-v0",
-        output_dir=str(tmp_path),
-        exp_name="sft",
-        expert_episodes=4,
-        total_iterations=1,
-        history_length=0,
-        prompt_style="erl-cells",
-        context_rows=6,
-        analysis_episodes=24,
-        perturb_prob=0.7,
-        progress=False,
-        plot=False,
-    )
-    stats = sft.train(args)
+    stats = _tiny_sft(tmp_path, context_rows=6, analysis_episodes=24, perturb_prob=0.7)
     assert stats["sft/context_rows"] == 6.0
     tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "dtype": "float32"}
     out = mechanism_probe.context_reliance("frozenlake", str(tmp_path / "sft"), overrides=tiny)
