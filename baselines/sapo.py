@@ -85,6 +85,11 @@ class Args(BaseArgs):
     gradient is 0 once saturated)"""
     adv_eps: float = 1e-6
     """epsilon of the batch normalisation"""
+    readout_lr_scale: float = 1.0
+    """the w+/w- rows' AdamW step multiplied by this (ours; 1: the paper's one learning rate). Adam moves each weight
+    by about the learning rate per step whatever its gradient, so at lr 1e-5 and the ~20 steps of a CPU run the two
+    rows (random, norm ~0.5 on SmolLM2) move ~1%: the read-out stays a random projection of the hidden state. A
+    scale of 100 gives the two rows lr 1e-3 (a linear probe's rate) and leaves every other weight's step as it is"""
 
 
 def readout_p(readout: torch.Tensor, tau_v: float, *, clip: bool = True) -> torch.Tensor:
@@ -249,6 +254,10 @@ def sapo_loss(trainer: Trainer, mb: TurnBatch, n_tokens: float, n_rows: float):
 
 def check_args(args: Args) -> None:
     """Refuse settings that penalise an invalid action twice (in the reward and in the advantage)."""
+    if args.readout_lr_scale <= 0:
+        raise ValueError(f"readout_lr_scale={args.readout_lr_scale}: give a positive multiplier (1: no scaling)")
+    if args.readout_lr_scale != 1.0 and (args.lora_rank or 0) > 0:
+        raise ValueError("readout_lr_scale scales the full w+/w- rows' step: it needs full fine-tuning (lora_rank 0)")
     if args.invalid_coef > 0 and args.invalid_penalty > 0:
         raise ValueError(
             f"invalid_coef={args.invalid_coef} and invalid_penalty={args.invalid_penalty} both penalise invalid "

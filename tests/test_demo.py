@@ -299,3 +299,48 @@ def test_cpu_table_comparison_pairs_each_method_with_grpo_task_by_task_and_seed_
     # a method none of whose runs is evaluated yet is pending, not a row; an oracle variant runs the first seed only
     rec = cpu_table.comparison("frozenlake", ["grpo", "erl-oracle"], [1, 2], [0.4], runs, out, "mech")
     assert [s["method"] for s in rec["stages"]] == ["grpo"] and rec["pending"] == ["erl-oracle seed 1"]
+
+
+def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path, monkeypatch):
+    """``--archive``: a finished run's evaluations and metrics.jsonl go into the repository; on a fresh machine they
+    come back, the run is not trained again, the comparison reads the same numbers; an SFT start with other weights
+    is refused (the runs would no longer be paired)."""
+    import cpu_table
+
+    out, runs, archive = tmp_path / "heldout", tmp_path / "runs", tmp_path / "archive"
+    tasks = range(100000, 100010)
+    for t in ("t0.4", "greedy"):
+        _fake_eval(out / t / "smollm2-sft", {k: k % 2 == 0 for k in tasks})
+        _fake_eval(out / t / "smollm2-sft-grpo_s1", {k: k % 3 == 0 for k in tasks})
+    (runs / "grpo_smollm2_frozenlake_s1").mkdir(parents=True)
+    (runs / "grpo_smollm2_frozenlake_s1" / "metrics.jsonl").write_text('{"iteration": 1, "time/iteration_s": 9}\n')
+    cpu_table.archive_run(archive, out, [0.4, 0.0], "smollm2-sft", None)
+    cpu_table.archive_run(archive, out, [0.4, 0.0], "smollm2-sft-grpo_s1", runs / "grpo_smollm2_frozenlake_s1")
+    (archive / "heldout" / "t0.4" / "smollm2-sft-seed_s1.partial").mkdir()  # a copy a kill interrupted
+    (archive / "heldout" / "t0.4" / "smollm2-sft-seed_s1.partial" / "submission.json").write_text("{}")
+    before = cpu_table.comparison("frozenlake", ["grpo", "seed"], [1], [0.4, 0.0], runs, out, "mech")
+
+    fresh_out, fresh_runs = tmp_path / "fresh" / "heldout", tmp_path / "fresh" / "runs"
+    restored = cpu_table.restore_archive(archive, fresh_runs, fresh_out)
+    assert sorted(restored) == sorted(
+        ["t0.4/smollm2-sft", "greedy/smollm2-sft", "t0.4/smollm2-sft-grpo_s1", "greedy/smollm2-sft-grpo_s1"]
+        + ["grpo_smollm2_frozenlake_s1"]
+    )
+    assert cpu_table.restore_archive(archive, fresh_runs, fresh_out) == []  # nothing twice
+    after = cpu_table.comparison("frozenlake", ["grpo", "seed"], [1], [0.4, 0.0], fresh_runs, fresh_out, "mech")
+    assert after == before and after["pending"] == ["seed seed 1"]
+    assert after["stages"][0]["s_per_iteration"] == 9
+    cmds = []
+    monkeypatch.setattr(cpu_table, "run", lambda cmd, log, threads: cmds.append(cmd) or 0.0)
+    cpu_table.train_and_evaluate("frozenlake", "grpo", 1, fresh_runs, fresh_out, 1, [0.4, 0.0], "mech", archive)
+    assert cmds == []  # evaluated already: neither trained nor evaluated again
+
+    sft = tmp_path / "sft"
+    (sft / "model").mkdir(parents=True)
+    (sft / "model" / "model.safetensors").write_bytes(b"weights")
+    digest = cpu_table.check_sft(archive, sft, "OMP_NUM_THREADS=1 python baselines/sft.py --config X")
+    assert json.loads((archive / "sft.json").read_text())["sha256"] == digest
+    assert cpu_table.check_sft(archive, sft, "again") == digest  # the same weights: accepted
+    (sft / "model" / "model.safetensors").write_bytes(b"other weights")
+    with pytest.raises(SystemExit, match="started from the SFT checkpoint"):
+        cpu_table.check_sft(archive, sft, "again")

@@ -32,6 +32,12 @@ Every step is skipped when its output exists, so a killed run picks up where it 
 5. ``--entries DIR`` -- ``agentgym submit`` every evaluation into the board (replay-verified; the checkpoints are
    not published, so the entries are logs-only: replay-verified, never re-run verified).
 
+``--archive DIR`` (the default with ``--sft mech``: ``docs/records/runs/cpu_mech_ENV``) keeps what the table needs of
+each finished run in the repository: its held-out evaluations (``submission.json`` and the gzipped episodes) and its
+``metrics.jsonl``, with the SFT checkpoint's SHA-256 (``sft.json``). A later session on a fresh machine restores
+them, retrains the SFT stage (deterministic at one thread: the same command gives the same weights, which the hash
+checks; a different checkpoint is refused, it would unpair the comparison) and trains only the runs still missing.
+
 ``--jobs 2`` runs two RL trainings (then their evaluations) at once with one thread each: on a 2-core machine that
 gives ~1.3x the throughput of one two-thread process (HF generation is overhead-bound at these batch sizes).
 """
@@ -39,6 +45,7 @@ gives ~1.3x the throughput of one two-thread process (HF generation is overhead-
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -57,10 +64,24 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import demo  # noqa: E402
 
+ARCHIVE_DEFAULT = "docs/records/runs/cpu_{sft}_{env}"
+
 CPU_CONFIGS = ROOT / "baselines" / "configs" / "cpu"
 #: --env -> the held-out suite (100 seeds from agentgym.suites.EVAL_SEED_BASE)
 SUITES = {"frozenlake": "frozenlake-notslippery", "sokoban": "sokoban"}
-METHODS = ("grpo", "ppo", "sapo", "erl", "seed", "rloo", "gigpo", "erl-oracle", "seed-oracle", "seed-strong-oracle")
+METHODS = (
+    "grpo",
+    "ppo",
+    "sapo",
+    "erl",
+    "seed",
+    "rloo",
+    "gigpo",
+    "erl-oracle",
+    "seed-oracle",
+    "seed-strong-oracle",
+    "sapo-readout",
+)
 #: --sft -> the SFT stage's config suffix: "" the action-only behaviour cloning, "mech" the lesson/reflection SFT
 SFT_VARIANTS = {"action": "", "mech": "_mech"}
 #: the metrics that show each seed method's own mechanism at work (logged every iteration by the baselines)
@@ -192,10 +213,116 @@ def train_and_evaluate(
     threads: int,
     temperatures: list[float],
     sft: str = "action",
+    archive: Path | None = None,
 ) -> None:
+    """One RL run, trained and evaluated at every temperature (nothing to do when its evaluations exist, e.g.
+    restored from the archive: the model is only needed for them), then archived."""
+    name = f"smollm2-sft-{method}_s{seed}"
+    if _done_all(out, temperatures, method, seed):
+        return
     run_dir = train(env, method, seed, runs, threads, sft=sft)
     for t in temperatures:
-        evaluate(env, str(run_dir / "model"), f"smollm2-sft-{method}_s{seed}", out, threads, t)
+        evaluate(env, str(run_dir / "model"), name, out, threads, t)
+    if archive is not None:
+        archive_run(archive, out, temperatures, name, run_dir)
+
+
+def archive_run(archive: Path, out: Path, temperatures: list[float], name: str, run_dir: Path | None) -> None:
+    """Copy one finished run into ``archive``: its evaluation ``name`` at every temperature (``submission.json`` and
+    the gzipped episodes) and, for an RL run, its ``metrics.jsonl``. Each folder is written aside and renamed into
+    place, so a kill leaves the archive without the run, never with half of it."""
+    for t in temperatures:
+        src, dst = out / tag(t) / name, archive / "heldout" / tag(t) / name
+        _copy_into(dst, [src / "submission.json", *sorted((src / "episodes").glob("*.jsonl*"))], src)
+    if run_dir is not None:
+        _copy_into(archive / "train" / run_dir.name, [run_dir / "metrics.jsonl"], run_dir)
+
+
+def _copy_into(dst: Path, files: list[Path], base: Path) -> None:
+    tmp = dst.with_name(dst.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    for f in files:
+        (tmp / f.relative_to(base)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(f, tmp / f.relative_to(base))
+    shutil.rmtree(dst, ignore_errors=True)
+    tmp.rename(dst)
+
+
+def restore_archive(archive: Path, runs: Path, out: Path) -> list[str]:
+    """Copy the archived evaluations and training logs that ``out`` / ``runs`` lack back into them (a fresh machine
+    continues the comparison); the names restored."""
+    restored = []
+    for sub in sorted(archive.glob("heldout/*/*/submission.json")):
+        if sub.parent.name.endswith(".partial"):  # a copy a kill interrupted
+            continue
+        dst = out / sub.parent.relative_to(archive / "heldout")
+        if not (dst / "submission.json").exists():
+            shutil.rmtree(dst, ignore_errors=True)
+            shutil.copytree(sub.parent, dst)
+            restored.append(f"{dst.parent.name}/{dst.name}")
+    for log in sorted(archive.glob("train/*/metrics.jsonl")):
+        dst = runs / log.parent.name
+        if not dst.exists() and not dst.name.endswith(".partial"):
+            dst.mkdir(parents=True)
+            shutil.copy2(log, dst / "metrics.jsonl")
+            restored.append(dst.name)
+    return restored
+
+
+def weights_sha256(model_dir: Path) -> str:
+    """SHA-256 over a saved model's weight files (``*.safetensors``, in name order): the identity of an SFT start."""
+    h = hashlib.sha256()
+    files = sorted(model_dir.glob("*.safetensors"))
+    if not files:
+        raise SystemExit(f"no *.safetensors weights in {model_dir}")
+    for f in files:
+        with open(f, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
+def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
+    """The SFT checkpoint's hash, written to ``archive/sft.json`` the first time; a later checkpoint that differs
+    from the archived runs' start is refused (their comparison would no longer be paired)."""
+    digest = weights_sha256(sft_dir / "model")
+    meta = archive / "sft.json"
+    if meta.exists():
+        known = json.loads(meta.read_text())
+        if known["sha256"] != digest:
+            raise SystemExit(
+                f"the runs archived in {archive} started from the SFT checkpoint {known['sha256'][:12]} "
+                f"({known['command']}); {sft_dir} is {digest[:12]}. Retrain it with that command on one thread "
+                "(the same versions give the same weights), or give another --archive for a new comparison"
+            )
+        return digest
+    from agentgym.rl.runinfo import versions
+
+    archive.mkdir(parents=True, exist_ok=True)
+    v = versions()
+    meta.write_text(
+        json.dumps(
+            {
+                "sha256": digest,
+                "command": command,
+                "versions": {k: v.get(k) for k in ("torch", "transformers", "numpy", "platform")},
+                "date": time.strftime("%Y-%m-%d", time.gmtime()),
+            },
+            indent=1,
+        )
+        + "\n"
+    )
+    return digest
+
+
+def evaluate_sft(env: str, sft_dir: Path, out: Path, threads: int, temps: list[float], archive: Path | None) -> None:
+    """The SFT start's held-out evaluations (then archived): the row every RL run is compared from."""
+    if all((out / tag(t) / "smollm2-sft" / "submission.json").exists() for t in temps):
+        return
+    for t in temps:
+        evaluate(env, str(sft_dir / "model"), "smollm2-sft", out, threads, t)
+    if archive is not None:
+        archive_run(archive, out, temps, "smollm2-sft", None)
 
 
 def stage_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict[str, float]:
@@ -331,6 +458,10 @@ def _done(out: Path, t: float, method: str, seed: int) -> bool:
     return (out / tag(t) / f"smollm2-sft-{method}_s{seed}" / "submission.json").exists()
 
 
+def _done_all(out: Path, temps: list[float], method: str, seed: int) -> bool:
+    return all(_done(out, t, method, seed) for t in temps)
+
+
 def _success(sub: Path) -> float | None:
     got = outcomes(sub) if (sub / "submission.json").exists() else {}
     return sum(got.values()) / len(got) if got else None
@@ -376,10 +507,22 @@ def main(argv: list[str] | None = None) -> int:
         "against GRPO, mechanism metrics; versions, date, machine, command): docs/records/cpu_mech_ENV.json",
     )
     p.add_argument("--entries", default=None, help="also submit the headline evaluations to this entries folder")
+    p.add_argument(
+        "--archive",
+        default=None,
+        help="keep each finished run's evaluations and metrics.jsonl here, and restore them on a fresh machine (default "
+        f"with --sft mech: {ARCHIVE_DEFAULT.format(sft='mech', env='ENV')}; 'none': no archive)",
+    )
     opts = p.parse_args(argv)
     mech = opts.sft == "mech"
     runs = (ROOT / (opts.runs if opts.runs != "runs" or not mech else "runs/mech")).resolve()
     out = (ROOT / (opts.out or f"runs/heldout/{opts.env}{'-mech' if mech else ''}")).resolve()
+    archive_opt = opts.archive or (ARCHIVE_DEFAULT.format(sft=opts.sft, env=opts.env) if mech else "none")
+    archive = None if archive_opt == "none" else (ROOT / archive_opt).resolve()
+    if archive is not None:
+        restored = restore_archive(archive, runs, out)
+        if restored:
+            print(f"restored from {os.path.relpath(archive, ROOT)}: {', '.join(restored)}")
     seeds = [int(s) for s in opts.seeds.split(",") if s.strip()]
     temps = [float(t) for t in opts.temperatures.split(",") if t.strip()]
     jobs = max(1, opts.jobs)
@@ -387,19 +530,24 @@ def main(argv: list[str] | None = None) -> int:
     for m in ["sft"] + opts.methods:
         config(opts.env, m, opts.sft)  # a missing config fails before hours of training
     t0 = time.perf_counter()
-    if not opts.table_only:
-        sft_dir = train(opts.env, "sft", None, runs, opts.threads, opts.sft_epochs, opts.sft)
+    todo = [
+        (m, s) for s in seeds for m in opts.methods if s in method_seeds(m, seeds) and not _done_all(out, temps, m, s)
+    ]
+    sft_evaluated = all((out / tag(t) / "smollm2-sft" / "submission.json").exists() for t in temps)
+    if not opts.table_only and (todo or not sft_evaluated or not mech):
+        # with an archive the SFT start trains on one thread: deterministic, so a fresh machine rebuilds the same one
+        sft_threads = 1 if archive is not None else opts.threads
+        sft_dir = train(opts.env, "sft", None, runs, sft_threads, opts.sft_epochs, opts.sft)
+        if archive is not None:
+            sft_cmd = f"OMP_NUM_THREADS=1 python baselines/sft.py --config {config_path(opts.env, 'sft', opts.sft)}"
+            check_sft(archive, sft_dir, sft_cmd.replace(str(ROOT) + "/", ""))
         with ThreadPoolExecutor(jobs) as pool:
             # the SFT start first, then the RL runs (seed by seed), the shipped model last: its prose episodes are
             # the slowest to play and no RL run depends on them
-            futures = [
-                pool.submit(evaluate, opts.env, str(sft_dir / "model"), "smollm2-sft", out, per_job, t) for t in temps
-            ]
+            futures = [pool.submit(evaluate_sft, opts.env, sft_dir, out, per_job, temps, archive)]
             futures += [
-                pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job, temps, opts.sft)
-                for s in seeds
-                for m in opts.methods
-                if s in method_seeds(m, seeds)
+                pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job, temps, opts.sft, archive)
+                for m, s in todo
             ]
             if not mech:  # the shipped model does not depend on the SFT stage: the main table has its row
                 futures += [pool.submit(evaluate, opts.env, "base", "smollm2-base", out, per_job, t) for t in temps]
@@ -408,11 +556,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"(trained and evaluated in {time.perf_counter() - t0:.0f} s)")
     names = ([] if mech else ["smollm2-base"]) + ["smollm2-sft"]  # the shipped model's row is the main table's
     names += [f"smollm2-sft-{m}_s{s}" for m in opts.methods for s in method_seeds(m, seeds)]
-    curves = [
+    curves = [  # finished runs only: trained and evaluated
         str(runs / f"{config(opts.env, m)['exp_name']}_s{s}")
         for m in opts.methods
         for s in seeds
-        if (runs / f"{config(opts.env, m)['exp_name']}_s{s}" / "model" / "config.json").exists()  # finished runs only
+        if _done(out, temps[0], m, s) and (runs / f"{config(opts.env, m)['exp_name']}_s{s}" / "metrics.jsonl").exists()
     ]
     tables = {}
     for t in temps:
@@ -458,6 +606,11 @@ def main(argv: list[str] | None = None) -> int:
             "what": "SmolLM2-135M-Instruct: RL methods from one SFT checkpoint, held-out success per RL seed",
             **comparison(opts.env, opts.methods, seeds, temps, runs, out, opts.sft),
             "runs": os.path.relpath(runs, ROOT),
+            **(
+                {"archive": os.path.relpath(archive, ROOT), "sft_sha256": json.loads(sft_meta.read_text())["sha256"]}
+                if archive is not None and (sft_meta := archive / "sft.json").exists()
+                else {}
+            ),
             "versions": versions(),
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
@@ -506,6 +659,7 @@ def entry_meta(name: str, sft_epochs: int | None = None, sft_variant: str = "act
         "erl-oracle": "ERL (oracle reflections)",
         "seed-oracle": "SEED (oracle lessons)",
         "seed-strong-oracle": "SEED (oracle lessons, lambda_opd 1)",
+        "sapo-readout": "SAPO (read-out rows at 100x lr)",
     }.get(method)
     label = label or method.upper()
     return {

@@ -254,4 +254,22 @@ def _optimizer_steps(trainer: Any, tally: _Tally) -> None:
             norm = clip_grad_norm(params, trainer.args.max_grad_norm, trainer.dist)
             if module is trainer.model:
                 tally.grad_norms.append(float(norm))
-        opt.step()
+        scale = getattr(trainer.args, "readout_lr_scale", 1.0) if module is trainer.model else 1.0
+        if scale != 1.0 and trainer.reserved_ids:
+            if trainer.sharded:
+                raise ValueError("readout_lr_scale needs the whole w+/w- rows on one rank: run it unsharded")
+            _step_scaling_rows(module, opt, trainer.reserved_ids, scale)
+        else:
+            opt.step()
+
+
+def _step_scaling_rows(model: Any, opt: torch.optim.Optimizer, ids: list[int], scale: float) -> None:
+    """``opt.step()`` with the output-embedding rows ``ids`` moved ``scale`` times as far as the optimizer moved
+    them (SAPO's ``readout_lr_scale`` on its w+/w- rows: a per-row learning rate under Adam, whose step does not
+    grow with the gradient); every other weight steps as usual."""
+    weight = model.get_output_embeddings().weight
+    rows = torch.tensor(ids, device=weight.device)
+    before = weight.detach()[rows].clone()
+    opt.step()
+    with torch.no_grad():
+        weight[rows] = before + scale * (weight[rows] - before)

@@ -195,3 +195,30 @@ def test_readout_fit_metrics_correlation_and_explained_variance():
     assert sapo.explained_variance(torch.full((4,), 0.5), g) == pytest.approx(0.0)  # the mean explains nothing
     assert sapo.explained_variance(1.0 - g, g) == pytest.approx(1.0 - 4.0)  # anti-correlated: worse than the mean
     assert sapo.readout_corr(torch.ones(4), g) == 0.0 and sapo.explained_variance(g, torch.ones(4)) == 0.0
+
+
+def test_readout_lr_scale_moves_only_the_two_readout_rows_further(tmp_path):
+    """``readout_lr_scale``: the w+/w- rows step ``scale`` times as far as AdamW moves them; every other weight (the
+    rest of the tied embedding included) steps exactly as without it."""
+    from agentgym.rl.update import _optimizer_steps, _Tally
+
+    steps = {}
+    for scale in (1.0, 100.0):
+        args = tiny_echo_args(sapo.Args, tmp_path / f"s{scale:g}", readout_lr_scale=scale)
+        trainer = Trainer(args, algo="sapo", reserved_tokens=[sapo.W_PLUS, sapo.W_MINUS])
+        before = {n: p.detach().clone() for n, p in trainer.model.named_parameters()}
+        for p in trainer.model.parameters():
+            p.grad = torch.full_like(p, 1e-3)
+        _optimizer_steps(trainer, _Tally())
+        steps[scale] = {n: p.detach() - before[n] for n, p in trainer.model.named_parameters()}
+        ids = trainer.reserved_ids
+    head = next(n for n in steps[1.0] if steps[1.0][n].shape[0] > max(ids))  # the (tied) output embedding
+    others = [i for i in range(steps[1.0][head].shape[0]) if i not in ids]
+    assert steps[1.0][head][ids].abs().min() > 0
+    torch.testing.assert_close(steps[100.0][head][ids], 100 * steps[1.0][head][ids])
+    torch.testing.assert_close(steps[100.0][head][others], steps[1.0][head][others], rtol=0, atol=0)
+    for n in steps[1.0]:
+        if n != head:
+            torch.testing.assert_close(steps[100.0][n], steps[1.0][n], rtol=0, atol=0)
+    with pytest.raises(ValueError, match="positive"):
+        sapo.check_args(sapo.Args(readout_lr_scale=0.0))
