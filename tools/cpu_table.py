@@ -218,7 +218,7 @@ def train_and_evaluate(
     """One RL run, trained and evaluated at every temperature (nothing to do when its evaluations exist, e.g.
     restored from the archive: the model is only needed for them), then archived."""
     name = f"smollm2-sft-{method}_s{seed}"
-    if _done_all(out, temperatures, method, seed):
+    if _evaluated(out, temperatures, name):
         return
     run_dir = train(env, method, seed, runs, threads, sft=sft)
     for t in temperatures:
@@ -317,7 +317,7 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
 
 def evaluate_sft(env: str, sft_dir: Path, out: Path, threads: int, temps: list[float], archive: Path | None) -> None:
     """The SFT start's held-out evaluations (then archived): the row every RL run is compared from."""
-    if all((out / tag(t) / "smollm2-sft" / "submission.json").exists() for t in temps):
+    if _evaluated(out, temps, "smollm2-sft"):
         return
     for t in temps:
         evaluate(env, str(sft_dir / "model"), "smollm2-sft", out, threads, t)
@@ -458,8 +458,9 @@ def _done(out: Path, t: float, method: str, seed: int) -> bool:
     return (out / tag(t) / f"smollm2-sft-{method}_s{seed}" / "submission.json").exists()
 
 
-def _done_all(out: Path, temps: list[float], method: str, seed: int) -> bool:
-    return all(_done(out, t, method, seed) for t in temps)
+def _evaluated(out: Path, temps: list[float], name: str) -> bool:
+    """Whether the evaluation ``name`` (``smollm2-sft``, ``smollm2-sft-grpo_s1``) exists at every temperature."""
+    return all((out / tag(t) / name / "submission.json").exists() for t in temps)
 
 
 def _success(sub: Path) -> float | None:
@@ -531,10 +532,12 @@ def main(argv: list[str] | None = None) -> int:
         config(opts.env, m, opts.sft)  # a missing config fails before hours of training
     t0 = time.perf_counter()
     todo = [
-        (m, s) for s in seeds for m in opts.methods if s in method_seeds(m, seeds) and not _done_all(out, temps, m, s)
+        (m, s)
+        for s in seeds
+        for m in opts.methods
+        if s in method_seeds(m, seeds) and not _evaluated(out, temps, f"smollm2-sft-{m}_s{s}")
     ]
-    sft_evaluated = all((out / tag(t) / "smollm2-sft" / "submission.json").exists() for t in temps)
-    if not opts.table_only and (todo or not sft_evaluated or not mech):
+    if not opts.table_only and (todo or not _evaluated(out, temps, "smollm2-sft") or not mech):
         # with an archive the SFT start trains on one thread: deterministic, so a fresh machine rebuilds the same one
         sft_threads = 1 if archive is not None else opts.threads
         sft_dir = train(opts.env, "sft", None, runs, sft_threads, opts.sft_epochs, opts.sft)
