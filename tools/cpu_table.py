@@ -455,7 +455,7 @@ def comparison(
 
 
 def _done(out: Path, t: float, method: str, seed: int) -> bool:
-    return (out / tag(t) / f"smollm2-sft-{method}_s{seed}" / "submission.json").exists()
+    return _evaluated(out, [t], f"smollm2-sft-{method}_s{seed}")
 
 
 def _evaluated(out: Path, temps: list[float], name: str) -> bool:
