@@ -167,6 +167,18 @@ def explained_variance(x: torch.Tensor, returns: torch.Tensor) -> float:
     return 1.0 - float((returns.float() - x.float()).var()) / var
 
 
+def discounted_returns(meta: list[dict], gamma: float) -> torch.Tensor:
+    """The Monte-Carlo discounted return from each turn of a batch (``meta``: the rows' ``episode``, ``t`` and
+    ``reward``): what the V and Q read-outs are compared with."""
+    mc = torch.zeros(len(meta))
+    for rows in episode_groups(meta).values():
+        g = 0.0
+        for i in reversed(rows):
+            g = meta[i]["reward"] + gamma * g
+            mc[i] = g
+    return mc
+
+
 def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     a = trainer.args
     check_args(a)
@@ -175,7 +187,6 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
     pen = torch.zeros(B)
     y_v = torch.zeros(B)
     y_q = torch.zeros(B)
-    mc = torch.zeros(B)  # Monte-Carlo discounted return from each turn (to report how well V tracks it)
     for rows in episode_groups(batch.meta).values():
         rewards = [batch.meta[i]["reward"] for i in rows]
         dones = [bool(batch.meta[i]["done"]) or k == len(rows) - 1 for k, i in enumerate(rows)]
@@ -189,15 +200,12 @@ def compute_advantages(trainer: Trainer, batch: TurnBatch) -> dict[str, float]:
             lam=a.lam,
             invalid_coef=a.invalid_coef,
         )
-        g = 0.0
-        for k in reversed(range(len(rows))):
-            g = rewards[k] + a.gamma * g
-            mc[rows[k]] = g
         for k, i in enumerate(rows):
             pen[i], y_v[i], y_q[i] = p[k], yv[k], yq[k]
     adv = batch_normalize(pen, a.adv_eps)
     batch["advantages"] = broadcast_turn_values(adv.tolist(), batch["completion_mask"])
     batch["v_old"], batch["q_old"], batch["y_v"], batch["y_q"] = v_old, q_old, y_v, y_q
+    mc = discounted_returns(batch.meta, a.gamma)  # to report how well V tracks the realised returns
     ro = batch["readout"]  # (B, T+1, 2) raw logits of (w+, w-)
     return {
         "sapo/v_mean": float(v_old.mean()),

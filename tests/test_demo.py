@@ -201,6 +201,31 @@ def test_mechanism_probe_replays_the_sft_context_rows_with_and_without_their_tex
         )
 
 
+def test_mechanism_probe_readout_ceiling_fits_sapos_function_class_on_the_policys_own_episodes(tmp_path):
+    """``--readout``: the SFT policy's episodes as SAPO's first iteration plays them; SAPO's raw read-out equals the
+    state-end hidden state times (w+ - w-), so the ridge probe on that hidden state is the read-out's best fit."""
+    import mechanism_probe
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 8))
+    groups = [i // 4 for i in range(400)]  # 100 "episodes" of 4 turns
+    y = X @ rng.normal(size=8) + 0.1 * rng.normal(size=400)
+    pred = mechanism_probe.cross_validated_ridge(X, y, groups, 5, 1.0, seed=0)
+    assert np.corrcoef(pred, y)[0, 1] > 0.99  # a linear target is found out of fold
+    noise = rng.normal(size=400)
+    assert abs(np.corrcoef(mechanism_probe.cross_validated_ridge(X, noise, groups, 5, 1.0, seed=0), noise)[0, 1]) < 0.2
+
+    _tiny_sft(tmp_path)
+    tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "dtype": "float32"}
+    out = mechanism_probe.readout_ceiling("frozenlake", str(tmp_path / "sft"), tasks=6, folds=3, overrides=tiny)
+    assert out["episodes"] == 6 and out["turns"] >= 6
+    assert out["readout_is_linear_in_hidden"] < 1e-4
+    assert set(out["ridge"]) == {"0.1", "1", "10", "100", "1000"} and out["probe_corr"] == max(
+        f["corr"] for f in out["ridge"].values()
+    )
+
+
 def test_mechanism_probe_compares_the_second_attempts_first_move_with_the_tasks_first_attempts(monkeypatch):
     """Where a failed first attempt's first move was the mistake, the probe reports how often the second attempt
     took the better move against how often the task's first attempts did (only first-step mistakes count)."""

@@ -17,6 +17,12 @@ On held-out tasks (reset seeds from 30,000,000, far from the training seeds 0-76
    lesson-free success on the same tasks. ``--self`` measures 2 and 3 with the model's own text instead
    (``erl_smollm2_ENV.yaml`` / ``seed_smollm2_ENV.yaml``).
 
+``--readout`` asks instead whether SAPO's read-out *could* track the returns at this model size and budget: the SFT
+policy plays ``--tasks`` episodes as SAPO's first iteration would (``sapo_smollm2_ENV.yaml``, temperature 1); the
+read-out ``z+ - z-`` is linear in the last hidden state at the state's last token, so a ridge regression on those
+hidden states, cross-validated over episodes, is the best V any training of the two read-out rows can reach with the
+rest of the model as it is. Recorded beside the read-out's own correlation (random rows) at that point.
+
 ``--context-rows`` measures instead whether the SFT run's own text-in-context rows needed their text: on each, the
 greedy move with the reflection or lesson in the prompt and without it, against the row's target.
 
@@ -26,6 +32,7 @@ Nothing is trained; the record holds every figure with the versions, date, machi
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import sys
@@ -47,7 +54,9 @@ def _trainer(trainer_cls, args_cls, config: Path, model: str, tmp: str, tasks: i
 
     cfg = load_config_file(config)
     cfg.update(init_from=model, output_dir=tmp, exp_name="probe", num_tasks=tasks, progress=False, plot=False)
-    cfg.update(log_episodes=False, seed=seed, **overrides)
+    cfg.update(seed=seed, **overrides)
+    if "log_episodes" in {f.name for f in dataclasses.fields(args_cls)}:  # ERL's and SEED's episode logs: not kept
+        cfg["log_episodes"] = False
     return trainer_cls(make_args(args_cls, cfg))
 
 
@@ -159,6 +168,102 @@ def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | N
     return out
 
 
+def readout_ceiling(
+    env: str,
+    model: str,
+    *,
+    tasks: int,
+    seed: int = 1,
+    folds: int = 5,
+    ridge: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0, 1000.0),
+    overrides: dict | None = None,
+) -> dict:
+    """How well a linear read-out of ``model``'s state-end hidden state can predict the discounted return (SAPO's V
+    from its two read-out rows, the body held fixed): ridge regressions fitted on ``folds - 1`` folds of the episodes
+    and scored on the last, for each ``ridge`` penalty (features standardised on the fitting folds)."""
+    import functools
+
+    import torch
+
+    from agentgym.agent_io import seed_specs
+    from agentgym.rl.logprobs import _backbone_and_head, position_ids_from_mask
+    from agentgym.rl.trainer import Trainer
+    from baselines import sapo
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = CPU_CONFIGS / f"sapo_smollm2_{env}.yaml"
+        cls = functools.partial(Trainer, algo="sapo", reserved_tokens=[sapo.W_PLUS, sapo.W_MINUS])
+        tr = _trainer(cls, sapo.Args, config, model, tmp, tasks, seed, overrides or {})
+        a = tr.args
+        tr.model.eval()
+        with torch.no_grad():
+            rb = tr.collect(seed_specs(tasks, seed=PROBE_SEED + 20_000), seed=seed)
+            batch = tr.make_batch(rb)
+            tr.score(batch)
+            v, _ = sapo.state_action_readouts(batch["readout"], batch["completion_mask"], a.tau_v, a.r_max)
+            returns = sapo.discounted_returns(batch.meta, a.gamma)
+            body, head = _backbone_and_head(tr.model)
+            P = batch["input_ids"].shape[1] - batch["completion_mask"].shape[1]  # prompts are left-padded to P
+            hidden = []
+            for s0 in range(0, len(batch), 16):
+                ids = batch["input_ids"][s0 : s0 + 16, :P].to(tr.device)
+                mask = batch["attention_mask"][s0 : s0 + 16, :P].to(tr.device)
+                with tr.autocast():
+                    out = body(input_ids=ids, attention_mask=mask, position_ids=position_ids_from_mask(mask))
+                hidden.append(out.last_hidden_state[:, -1].float().cpu())
+            H = torch.cat(hidden)
+            wp, wm = tr.reserved_ids
+            gap = H @ (head.weight[wp] - head.weight[wm]).float().cpu()
+            raw = batch["readout"][:, 0, 0] - batch["readout"][:, 0, 1]
+    episodes = [int(m["episode"]) for m in batch.meta]
+    fits = {}
+    for lam in ridge:
+        pred = torch.from_numpy(
+            cross_validated_ridge(H.double().numpy(), returns.double().numpy(), episodes, folds, lam, seed)
+        )
+        fits[f"{lam:g}"] = {
+            "corr": sapo.readout_corr(pred, returns.double()),
+            "ev": sapo.explained_variance(pred, returns),
+        }
+    best = max(fits, key=lambda k: fits[k]["corr"])
+    return {
+        "episodes": len(set(episodes)),
+        "turns": len(returns),
+        "success_rate": sum(float(ep.success) for ep in rb.episodes) / len(rb.episodes),
+        "return_mean": float(returns.mean()),
+        "return_std": float(returns.std()),
+        "readout_corr": sapo.readout_corr(v, returns),
+        "readout_ev": sapo.explained_variance(v, returns),
+        "readout_is_linear_in_hidden": float((gap - raw.float()).abs().max()),
+        "folds": folds,
+        "ridge": fits,
+        "best_ridge": best,
+        "probe_corr": fits[best]["corr"],
+        "probe_ev": fits[best]["ev"],
+    }
+
+
+def cross_validated_ridge(X, y, groups: list[int], folds: int, lam: float, seed: int):
+    """Out-of-fold predictions of a ridge regression of ``y`` on ``X`` (numpy arrays): the ``groups`` (episodes) are
+    dealt into ``folds`` at random, each fold predicted by the fit on the others (features standardised and ``y``
+    centred on those)."""
+    import numpy as np
+
+    groups_arr = np.asarray(groups)
+    order = np.random.default_rng(seed).permutation(np.unique(groups_arr))
+    fold_of = np.zeros(len(groups_arr), dtype=int)
+    for k, g in enumerate(order):
+        fold_of[groups_arr == g] = k % folds
+    pred = np.zeros(len(y))
+    for f in range(folds):
+        fit, test = fold_of != f, fold_of == f
+        mu, sd = X[fit].mean(0), X[fit].std(0) + 1e-8
+        Z = (X[fit] - mu) / sd
+        w = np.linalg.solve(Z.T @ Z + lam * np.eye(Z.shape[1]), Z.T @ (y[fit] - y[fit].mean()))
+        pred[test] = (X[test] - mu) / sd @ w + y[fit].mean()
+    return pred
+
+
 def first_move_fixes(firsts: list, failed: list[int], seconds: list, group_size: int) -> dict[str, float | None]:
     """Does a second attempt act on its reflection? For failed first attempts whose first move was already the
     mistake (the privileged analyser's critique), how often the second attempt's first move is the better move,
@@ -204,6 +309,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead: the SFT run's text-in-context rows, the greedy move with and without their text",
     )
+    p.add_argument(
+        "--readout",
+        action="store_true",
+        help="instead: how well a linear read-out of the model's hidden state (SAPO's V, body fixed) predicts the "
+        "return, cross-validated over --tasks episodes",
+    )
     p.add_argument("--out", default=None, help="write the record here (JSON)")
     opts = p.parse_args(argv)
     if not Path(opts.model).exists():
@@ -213,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     if opts.context_rows:
         value = {"context_rows": context_reliance(opts.env, opts.model, seed=opts.seed)}
+    elif opts.readout:
+        value = {"readout": readout_ceiling(opts.env, opts.model, tasks=opts.tasks, seed=opts.seed)}
     else:
         value = probe(opts.env, opts.model, episodes=opts.episodes, tasks=opts.tasks, own=opts.own, seed=opts.seed)
     record = {
