@@ -763,6 +763,30 @@ def render_sapo_time(rec: dict) -> str:
     return "\n".join(lines)
 
 
+#: could SAPO's read-out track the returns at all? (tools/mechanism_probe.py --readout)
+READOUT_PROBES = {"frozenlake": ROOT / "docs" / "records" / "sapo_readout_probe_frozenlake.json"}
+
+
+def render_readout_probe(rec: dict) -> str:
+    """SAPO's read-out at the start of RL against the best linear read-out of the same hidden state."""
+    r = rec["value"]["readout"]
+    best = r["ridge"][r["best_ridge"]]
+    lines = [
+        "| V from the state-end hidden state | corr(V, return) | explained variance |",
+        "|---|---|---|",
+        f"| SAPO's read-out as RL starts (two new random rows) | {r['readout_corr']:.2f} | {r['readout_ev']:.2f} |",
+        f"| the best linear read-out (ridge {r['best_ridge']}, {r['folds']}-fold over episodes) | {best['corr']:.2f} "
+        f"| {best['ev']:.2f} |",
+        "",
+        f"{r['episodes']} episodes of the SFT policy at temperature 1 ({r['turns']} turns, success "
+        f"{r['success_rate']:.2f}; discounted return {r['return_mean']:.2f} +/- {r['return_std']:.2f}). Every ridge "
+        "penalty, out-of-fold corr: " + ", ".join(f"{k} {v['corr']:.2f}" for k, v in r["ridge"].items()) + ".",
+    ]
+    v = rec["versions"]
+    lines += ["", f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']})."]
+    return "\n".join(lines)
+
+
 def render_seed_methods(probes: dict[str, dict], comparison: dict | None, sapo_time: dict | None) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
     SmolLM2-135M, CPU): the probe before RL (privileged and own text), then, per method, the RL comparison's
@@ -868,6 +892,9 @@ def blocks() -> list[tuple[Path, str, str]]:
     for env, path in SEED_COMPARISONS.items():
         if path.exists():
             out.append((CPU_PAGE, f"seed-comparison-{env}", render_seed_comparison(json.loads(path.read_text()))))
+    for env, path in READOUT_PROBES.items():
+        if path.exists():
+            out.append((CPU_PAGE, f"sapo-readout-probe-{env}", render_readout_probe(json.loads(path.read_text()))))
     for env, path in SAPO_TIMINGS.items():
         if path.exists():
             out.append((CPU_PAGE, f"sapo-time-{env}", render_sapo_time(json.loads(path.read_text()))))

@@ -183,6 +183,22 @@ def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
     assert "x0.80 (-20%)" in text and "update + critic: x0.50" in text
 
 
+def test_the_readout_probe_block_sets_sapos_readout_against_the_best_linear_one(fig):
+    ridge = {"1": {"corr": 0.31, "ev": 0.09}, "100": {"corr": 0.42, "ev": 0.17}}
+    value = {
+        "episodes": 256, "turns": 1500, "success_rate": 0.7, "return_mean": 0.6, "return_std": 0.4,
+        "readout_corr": 0.05, "readout_ev": -0.01, "folds": 5, "ridge": ridge, "best_ridge": "100",
+    }
+    record = {
+        "value": {"readout": value}, "command": "python tools/mechanism_probe.py ...", "date": "2026-01-01",
+        "machine": "m", "versions": {"git_commit": "abcdef0123"},
+    }  # fmt: skip
+    text = fig.render_readout_probe(record)
+    assert "| SAPO's read-out as RL starts (two new random rows) | 0.05 | -0.01 |" in text
+    assert "| the best linear read-out (ridge 100, 5-fold over episodes) | 0.42 | 0.17 |" in text
+    assert "1 0.31, 100 0.42" in text
+
+
 def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
     probes = {name: json.loads(path.read_text()) for name, path in fig.MECHANISM_PROBES.items()}
     before = fig.render_seed_methods(probes, None, None)
