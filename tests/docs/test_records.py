@@ -186,8 +186,16 @@ def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
 def test_the_readout_probe_block_sets_sapos_readout_against_the_best_linear_one(fig):
     ridge = {"1": {"corr": 0.31, "ev": 0.09}, "100": {"corr": 0.42, "ev": 0.17}}
     value = {
-        "episodes": 256, "turns": 1500, "success_rate": 0.7, "return_mean": 0.6, "return_std": 0.4,
-        "readout_corr": 0.05, "readout_ev": -0.01, "folds": 5, "ridge": ridge, "best_ridge": "100",
+        "episodes": 256,
+        "turns": 1500,
+        "success_rate": 0.7,
+        "return_mean": 0.6,
+        "return_std": 0.4,
+        "readout_corr": 0.05,
+        "readout_ev": -0.01,
+        "folds": 5,
+        "ridge": ridge,
+        "best_ridge": "100",
     }
     record = {
         "value": {"readout": value}, "command": "python tools/mechanism_probe.py ...", "date": "2026-01-01",
