@@ -220,8 +220,8 @@ def test_mechanism_probe_readout_ceiling_fits_sapos_function_class_on_the_policy
     tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "dtype": "float32"}
     out = mechanism_probe.readout_ceiling("frozenlake", str(tmp_path / "sft"), tasks=6, folds=3, overrides=tiny)
     assert out["episodes"] == 6 and out["turns"] >= 6
-    assert out["readout_is_linear_in_hidden"] < 1e-4
-    assert set(out["ridge"]) == {"0.1", "1", "10", "100", "1000"} and out["probe_corr"] == max(
+    assert out["readout_minus_hidden_max"] < 1e-4
+    assert set(out["ridge"]) == {"1", "10", "100", "1000", "10000", "100000", "1e+06"} and out["probe_corr"] == max(
         f["corr"] for f in out["ridge"].values()
     )
 

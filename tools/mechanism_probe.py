@@ -175,12 +175,14 @@ def readout_ceiling(
     tasks: int,
     seed: int = 1,
     folds: int = 5,
-    ridge: tuple[float, ...] = (0.1, 1.0, 10.0, 100.0, 1000.0),
+    ridge: tuple[float, ...] = (1.0, 10.0, 100.0, 1e3, 1e4, 1e5, 1e6),
     overrides: dict | None = None,
 ) -> dict:
     """How well a linear read-out of ``model``'s state-end hidden state can predict the discounted return (SAPO's V
     from its two read-out rows, the body held fixed): ridge regressions fitted on ``folds - 1`` folds of the episodes
-    and scored on the last, for each ``ridge`` penalty (features standardised on the fitting folds)."""
+    and scored on the last, for each ``ridge`` penalty (features standardised on the fitting folds).
+    ``readout_minus_hidden_max``: the largest difference between the scored read-out gap and the hidden state times
+    (w+ - w-), the check that the probe fits the read-out's own function class (bf16 rounding on the real model)."""
     import functools
 
     import torch
@@ -234,7 +236,7 @@ def readout_ceiling(
         "return_std": float(returns.std()),
         "readout_corr": sapo.readout_corr(v, returns),
         "readout_ev": sapo.explained_variance(v, returns),
-        "readout_is_linear_in_hidden": float((gap - raw.float()).abs().max()),
+        "readout_minus_hidden_max": float((gap - raw.float()).abs().max()),
         "folds": folds,
         "ridge": fits,
         "best_ridge": best,
