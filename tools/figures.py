@@ -791,7 +791,9 @@ def render_readout_probe(rec: dict) -> str:
     return "\n".join(lines)
 
 
-def render_seed_methods(probes: dict[str, dict], comparison: dict | None, sapo_time: dict | None) -> str:
+def render_seed_methods(
+    probes: dict[str, dict], comparison: dict | None, sapo_time: dict | None, readout: dict | None = None
+) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
     SmolLM2-135M, CPU): the probe before RL (privileged and own text), then, per method, the RL comparison's
     mechanism metric and held-out success against GRPO, as far as the comparison has run."""
@@ -839,9 +841,16 @@ def render_seed_methods(probes: dict[str, dict], comparison: dict | None, sapo_t
         lines[-1] += (
             f" Time per iteration against PPO at the same batch: x{r['sapo']['iteration_s'] / r['ppo']['iteration_s']:.2f}."
         )
+    if readout is not None:
+        r = readout["value"]["readout"]
+        lines[-1] += (
+            f" The best linear read-out of the SFT model's state-end hidden state (what the two read-out rows can learn, "
+            f"the body held fixed), cross-validated over {r['episodes']} episodes: {r['probe_corr']:.2f}."
+        )
     cmds = [p["command"] for p in probes.values()]
     cmds += [comparison["command"]] if comparison else []
     cmds += [sapo_time["command"]] if sapo_time else []
+    cmds += [readout["command"]] if readout else []
     v = probes["privileged (oracle) text"]["versions"]
     lines += [
         "",
@@ -890,6 +899,9 @@ def blocks() -> list[tuple[Path, str, str]]:
                 probes,
                 json.loads(comparison.read_text()) if comparison.exists() else None,
                 json.loads(sapo_time.read_text()) if sapo_time.exists() else None,
+                json.loads(READOUT_PROBES["frozenlake"].read_text())
+                if READOUT_PROBES["frozenlake"].exists()
+                else None,
             ),
         )
     )

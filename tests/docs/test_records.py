@@ -233,3 +233,6 @@ def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
         and "after RL (2 seeds): held-out 0.70 against GRPO's 0.60 (tasks +12/-4, sign test p=0.077)" in sapo
     )
     assert "against PPO at the same batch: x0.70" in sapo and "`python tools/cpu_table.py X`" in after
+    readout = {"value": {"readout": {"episodes": 256, "probe_corr": 0.347}}, "command": "mechanism_probe Z"}
+    sapo = fig.render_seed_methods(probes, comparison, timing, readout).splitlines()[2]
+    assert sapo.startswith("- **SAPO**") and "cross-validated over 256 episodes: 0.35." in sapo
