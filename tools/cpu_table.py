@@ -565,6 +565,10 @@ def main(argv: list[str] | None = None) -> int:
         for s in seeds
         if _done(out, temps[0], m, s) and (runs / f"{config(opts.env, m)['exp_name']}_s{s}" / "metrics.jsonl").exists()
     ]
+
+    def finished(method: str) -> list[int]:  # a killed run's partial metrics.jsonl does not count
+        return [s for s in seeds if _done(out, temps[0], method, s)]
+
     tables = {}
     for t in temps:
         subs = [str(out / tag(t) / n) for n in names if (out / tag(t) / n / "submission.json").exists()]
@@ -578,7 +582,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in table:
         method = row["stage"].removeprefix("smollm2-sft-")
         if method in opts.methods:
-            row.update(stage_facts(runs, opts.env, method, seeds))
+            row.update(stage_facts(runs, opts.env, method, finished(method)))
         for t in temps[1:]:
             other = {r["stage"]: r for r in tables.get(t, [])}.get(row["stage"])
             if other:
@@ -591,7 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     for row in table:
         method = row["stage"].removeprefix("smollm2-sft-")
         if method in opts.methods and script(method) in MECHANISM:
-            row["mechanism"] = mechanism_facts(runs, opts.env, method, seeds)
+            row["mechanism"] = mechanism_facts(runs, opts.env, method, finished(method))
     mech_rows = [r for r in table if r.get("mechanism")]
     if mech_rows:
         print("\n### mechanism metrics (training iterations; per seed: mean over iterations / last iteration)")
