@@ -326,6 +326,52 @@ def test_cpu_table_comparison_pairs_each_method_with_grpo_task_by_task_and_seed_
     assert [s["method"] for s in rec["stages"]] == ["grpo"] and rec["pending"] == ["erl-oracle seed 1"]
 
 
+def test_cpu_table_sft_seeds_train_other_sft_seeds_and_report_the_sft_rows_spread(tmp_path, monkeypatch):
+    """``--sft-seeds``: each other training seed of the SFT stage is trained (its seed, 2-row pieces of the same
+    steps, no RL start) and evaluated beside the RL runs; the record reports the SFT row over the seeds, the fixed
+    checkpoint's seed included, while every RL run still pairs with the fixed checkpoint."""
+    import cpu_table
+
+    out, runs = tmp_path / "heldout", tmp_path / "runs"
+    cmds = []
+
+    def fake_run(cmd, log, threads):
+        cmds.append(cmd)
+        if "baselines/sft.py" in cmd:
+            run_dir = Path(cmd[cmd.index("--output-dir") + 1]) / cmd[cmd.index("--exp-name") + 1]
+            (run_dir / "model").mkdir(parents=True)
+            (run_dir / "model" / "config.json").write_text("{}")
+            (run_dir / "metrics.jsonl").write_text('{"iteration": 1}\n')
+        else:  # agentgym eval: the SFT seed 2 solves the first 7 of 10 tasks
+            _fake_eval(ROOT / cmd[cmd.index("--out") + 1], {k: k - 100000 < 7 for k in range(100000, 100010)})
+        return 0.0
+
+    monkeypatch.setattr(cpu_table, "run", fake_run)
+    assert cpu_table.sft_seed("frozenlake", "mech") == 1  # the config leaves the trainer's default seed
+    cpu_table.train_and_evaluate("frozenlake", "sft", 2, runs, out, 1, [0.4], "mech", tmp_path / "archive")
+    train_cmd = cmds[0]
+    assert train_cmd[1] == "baselines/sft.py" and "--init-from" not in train_cmd
+    assert train_cmd[train_cmd.index("--exp-name") + 1] == "sft_smollm2_frozenlake_mech_s2"
+    assert (
+        train_cmd[train_cmd.index("--seed") + 1] == "2" and train_cmd[train_cmd.index("--micro-batch-size") + 1] == "2"
+    )
+    assert (out / "t0.4" / "smollm2-sft_s2" / "submission.json").exists()
+    assert (tmp_path / "archive" / "train" / "sft_smollm2_frozenlake_mech_s2" / "metrics.jsonl").exists()
+    _fake_eval(out / "t0.4" / "smollm2-sft", {k: k % 2 == 0 for k in range(100000, 100010)})
+    _fake_eval(out / "t0.4" / "smollm2-sft-grpo_s1", {k: True for k in range(100000, 100010)})
+    rec = cpu_table.comparison("frozenlake", ["grpo"], [1], [0.4], runs, out, "mech", [2, 3])
+    assert rec["sft"] == {"t0.4": 0.5}  # the fixed checkpoint: every RL run's start
+    assert rec["sft_seed"] == 1 and rec["sft_seeds"]["t0.4"]["per_seed"] == {"1": 0.5, "2": 0.7}  # seed 3 not yet
+    assert rec["sft_seeds"]["t0.4"]["mean"] == pytest.approx(0.6) and rec["sft_seeds"]["t0.4"][
+        "spread"
+    ] == pytest.approx(0.1)
+    assert "sft_seeds" not in cpu_table.comparison("frozenlake", ["grpo"], [1], [0.4], runs, out, "mech")
+    assert cpu_table.entry_meta("smollm2-sft_s2", sft_variant="mech")["name"] == (
+        "SmolLM2-135M SFT with lessons and reflections training seed 2 (CPU table)"
+    )
+    assert cpu_table._interleave([("sft", 2), ("sft", 3)], ["a", "b", "c"]) == [("sft", 2), "a", ("sft", 3), "b", "c"]
+
+
 def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path, monkeypatch):
     """``--archive``: a finished run's evaluations and metrics.jsonl go into the repository; on a fresh machine they
     come back, the run is not trained again, the comparison reads the same numbers; an SFT start with other weights

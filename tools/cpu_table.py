@@ -84,6 +84,9 @@ METHODS = (
 )
 #: --sft -> the SFT stage's config suffix: "" the action-only behaviour cloning, "mech" the lesson/reflection SFT
 SFT_VARIANTS = {"action": "", "mech": "_mech"}
+#: ``--sft-seeds``: the extra SFT runs take their 8-row steps in 2-row pieces (the same gradients, token-mean over the
+#: step), so one fits beside an RL job (the lesson/reflection SFT peaked at 19 GB with 8-row pieces)
+SFT_SEED_MICRO_BATCH = 2
 #: the metrics that show each seed method's own mechanism at work (logged every iteration by the baselines)
 MECHANISM = {
     "erl": (
@@ -160,7 +163,9 @@ def train(
         return run_dir
     cmd = [sys.executable, f"baselines/{script(method)}.py", "--config", str(config_path(env, method, sft))]
     cmd += ["--output-dir", str(runs), "--exp-name", name, "--no-progress"]
-    if seed is not None:  # an RL run: a checkpoint every iteration, so a killed run loses one iteration at most
+    if seed is not None and method == "sft":  # another training seed of the SFT stage (the SFT row's own spread)
+        cmd += ["--seed", str(seed), "--micro-batch-size", str(SFT_SEED_MICRO_BATCH)]
+    elif seed is not None:  # an RL run: a checkpoint every iteration, so a killed run loses one iteration at most
         cmd += ["--seed", str(seed), "--init-from", str(runs / config(env, "sft", sft)["exp_name"])]
         cmd += ["--save-every", "1"]
     if method == "sft" and sft_epochs:
@@ -214,17 +219,32 @@ def train_and_evaluate(
     temperatures: list[float],
     sft: str = "action",
     archive: Path | None = None,
+    sft_epochs: int | None = None,
 ) -> None:
-    """One RL run, trained and evaluated at every temperature (nothing to do when its evaluations exist, e.g.
-    restored from the archive: the model is only needed for them), then archived."""
-    name = f"smollm2-sft-{method}_s{seed}"
+    """One RL run (or, ``method`` ``sft``, one more training seed of the SFT stage), trained and evaluated at every
+    temperature (nothing to do when its evaluations exist, e.g. restored from the archive: the model is only needed
+    for them), then archived."""
+    name = eval_name(method, seed)
     if _evaluated(out, temperatures, name):
         return
-    run_dir = train(env, method, seed, runs, threads, sft=sft)
+    run_dir = train(env, method, seed, runs, threads, sft_epochs, sft=sft)
     for t in temperatures:
         evaluate(env, str(run_dir / "model"), name, out, threads, t)
     if archive is not None:
         archive_run(archive, out, temperatures, name, run_dir)
+
+
+def eval_name(method: str, seed: int) -> str:
+    """The held-out evaluation of a run: ``smollm2-sft-grpo_s1``; ``smollm2-sft_s2`` for the SFT stage's training
+    seed 2 (the fixed checkpoint every RL run starts from is ``smollm2-sft``)."""
+    return f"smollm2-sft_s{seed}" if method == "sft" else f"smollm2-sft-{method}_s{seed}"
+
+
+def sft_seed(env: str, sft: str) -> int:
+    """The training seed of the fixed SFT checkpoint (its config's, else the trainer's default 1)."""
+    from agentgym.rl.config import Args
+
+    return int(config(env, "sft", sft).get("seed", Args.seed))
 
 
 def archive_run(archive: Path, out: Path, temperatures: list[float], name: str, run_dir: Path | None) -> None:
@@ -408,12 +428,34 @@ def paired_against(mine: dict[int, dict[int, bool]], theirs: dict[int, dict[int,
 
 
 def comparison(
-    env: str, methods: list[str], seeds: list[int], temps: list[float], runs: Path, out: Path, sft: str
+    env: str,
+    methods: list[str],
+    seeds: list[int],
+    temps: list[float],
+    runs: Path,
+    out: Path,
+    sft: str,
+    sft_seeds: list[int] = (),
 ) -> dict:
     """The seed methods' comparison as a record: the SFT start and, per method, each RL seed's held-out success at
     every temperature, mean and spread (half the range), the paired sign test against GRPO (same held-out seeds,
-    same RL seed), its mechanism metrics per seed and its training facts."""
+    same RL seed), its mechanism metrics per seed and its training facts. ``sft_seeds``: other training seeds of
+    the SFT stage, reported with the start's as ``sft_seeds`` (the SFT row's own spread)."""
     sft_row = {tag(t): _success(out / tag(t) / "smollm2-sft") for t in temps}
+    spread = {}
+    fixed = sft_seed(env, sft)
+    for t in temps:
+        rates = {str(fixed): sft_row[tag(t)]} | {
+            str(s): _success(out / tag(t) / eval_name("sft", s)) for s in sft_seeds if s != fixed
+        }
+        rates = {k: v for k, v in rates.items() if v is not None}
+        if len(rates) > 1:
+            vals = list(rates.values())
+            spread[tag(t)] = {
+                "per_seed": rates,
+                "mean": sum(vals) / len(vals),
+                "spread": (max(vals) - min(vals)) / 2,
+            }
     solved = {
         m: {
             t: {s: outcomes(out / tag(t) / f"smollm2-sft-{m}_s{s}") for s in seeds if _done(out, t, m, s)}
@@ -451,7 +493,21 @@ def comparison(
                 **{k: None if v != v else v for k, v in facts.items()},  # NaN: no metrics to read
             }
         )
-    return {"suite": SUITES[env], "sft": sft_row, "stages": stages, "pending": pending}
+    return {
+        "suite": SUITES[env],
+        "sft": sft_row,
+        **({"sft_seeds": spread, "sft_seed": fixed} if spread else {}),
+        "stages": stages,
+        "pending": pending,
+    }
+
+
+def _interleave(first: list, rest: list) -> list:
+    """``first``'s items each followed by one of ``rest``'s, then the rest of ``rest``."""
+    out = []
+    for i, x in enumerate(first):
+        out += [x, *rest[i : i + 1]]
+    return out + rest[len(first) :]
 
 
 def _done(out: Path, t: float, method: str, seed: int) -> bool:
@@ -498,6 +554,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the SFT stage every RL run starts from: action (behaviour cloning, default) or mech (the "
         "lesson/reflection SFT; default folders runs/mech and runs/heldout/ENV-mech)",
     )
+    p.add_argument(
+        "--sft-seeds",
+        default="",
+        help="also train the SFT stage with these training seeds (comma-separated; the config's own seed is the "
+        "fixed checkpoint every RL run starts from) and evaluate each: the SFT row's own spread (default: none)",
+    )
     p.add_argument("--table-only", action="store_true", help="train and evaluate nothing; summarise what exists")
     p.add_argument("--png", default=None, help="write the table's bars and the RL training curves here")
     p.add_argument("--json", default=None, help="write the table rows here")
@@ -531,13 +593,16 @@ def main(argv: list[str] | None = None) -> int:
     for m in ["sft"] + opts.methods:
         config(opts.env, m, opts.sft)  # a missing config fails before hours of training
     t0 = time.perf_counter()
+    fixed_sft = sft_seed(opts.env, opts.sft)
+    extra_sft = [int(s) for s in opts.sft_seeds.split(",") if s.strip() and int(s) != fixed_sft]
+    todo_sft = [("sft", s) for s in extra_sft if not _evaluated(out, temps, eval_name("sft", s))]
     todo = [
         (m, s)
         for s in seeds
         for m in opts.methods
         if s in method_seeds(m, seeds) and not _evaluated(out, temps, f"smollm2-sft-{m}_s{s}")
     ]
-    if not opts.table_only and (todo or not _evaluated(out, temps, "smollm2-sft") or not mech):
+    if not opts.table_only and (todo or todo_sft or not _evaluated(out, temps, "smollm2-sft") or not mech):
         # with an archive the SFT start trains on one thread: deterministic, so a fresh machine rebuilds the same one
         sft_threads = 1 if archive is not None else opts.threads
         sft_dir = train(opts.env, "sft", None, runs, sft_threads, opts.sft_epochs, opts.sft)
@@ -547,10 +612,13 @@ def main(argv: list[str] | None = None) -> int:
         with ThreadPoolExecutor(jobs) as pool:
             # the SFT start first, then the RL runs (seed by seed), the shipped model last: its prose episodes are
             # the slowest to play and no RL run depends on them
+            # the other SFT seeds go first, one beside each RL run (an SFT on 2-row pieces fits beside one)
             futures = [pool.submit(evaluate_sft, opts.env, sft_dir, out, per_job, temps, archive)]
             futures += [
-                pool.submit(train_and_evaluate, opts.env, m, s, runs, out, per_job, temps, opts.sft, archive)
-                for m, s in todo
+                pool.submit(
+                    train_and_evaluate, opts.env, m, s, runs, out, per_job, temps, opts.sft, archive, opts.sft_epochs
+                )
+                for m, s in _interleave(todo_sft, todo)
             ]
             if not mech:  # the shipped model does not depend on the SFT stage: the main table has its row
                 futures += [pool.submit(evaluate, opts.env, "base", "smollm2-base", out, per_job, t) for t in temps]
@@ -558,6 +626,7 @@ def main(argv: list[str] | None = None) -> int:
                 f.result()
         print(f"(trained and evaluated in {time.perf_counter() - t0:.0f} s)")
     names = ([] if mech else ["smollm2-base"]) + ["smollm2-sft"]  # the shipped model's row is the main table's
+    names += [eval_name("sft", s) for s in extra_sft]  # grouped with smollm2-sft: the SFT row's seeds
     names += [f"smollm2-sft-{m}_s{s}" for m in opts.methods for s in method_seeds(m, seeds)]
     curves = [  # finished runs only: trained and evaluated
         str(runs / f"{config(opts.env, m)['exp_name']}_s{s}")
@@ -611,7 +680,7 @@ def main(argv: list[str] | None = None) -> int:
         record = {
             "record": f"cpu_{opts.sft}_{opts.env}",
             "what": "SmolLM2-135M-Instruct: RL methods from one SFT checkpoint, held-out success per RL seed",
-            **comparison(opts.env, opts.methods, seeds, temps, runs, out, opts.sft),
+            **comparison(opts.env, opts.methods, seeds, temps, runs, out, opts.sft, extra_sft),
             "runs": os.path.relpath(runs, ROOT),
             **(
                 {"archive": os.path.relpath(archive, ROOT), "sft_sha256": json.loads(sft_meta.read_text())["sha256"]}
@@ -655,6 +724,9 @@ def entry_meta(name: str, sft_epochs: int | None = None, sft_variant: str = "act
         sft = sft.replace("SFT", "SFT with lessons and reflections", 1)
     if name == "smollm2-sft":
         return {"name": f"SmolLM2-135M {sft} (CPU table)", "method": "SFT", "method_type": "SFT"}
+    if name.startswith("smollm2-sft_s"):  # another training seed of the SFT stage
+        seed = name.removeprefix("smollm2-sft_s")
+        return {"name": f"SmolLM2-135M {sft} training seed {seed} (CPU table)", "method": "SFT", "method_type": "SFT"}
     method, _, seed = name.removeprefix("smollm2-sft-").rpartition("_s")
     label = {
         "grpo": "GRPO",

@@ -702,6 +702,12 @@ def render_seed_comparison(rec: dict) -> str:
         )
         + " |",
     ]
+    if rec.get("sft_seeds", {}).get(head):  # the SFT stage retrained with other seeds: its own spread
+        seeds = rec["sft_seeds"]
+        spread = {t: f"{seeds[t]['mean']:.2f} ({seeds[t]['spread']:.2f})" if t in seeds else "n/a" for t in temps}
+        per_seed = ", ".join(f"s{k} {v:.2f}" for k, v in seeds[head]["per_seed"].items())
+        cells = [f"SFT stage, training seeds (the start is s{rec['sft_seed']})", per_seed, spread[head], ""]
+        lines.append("| " + " | ".join([*cells, *[c for t in sub for c in (spread[t], "")], "", ""]) + " |")
 
     def cells(h: dict) -> tuple[str, str]:
         mean = f"{h['mean']:.2f} ({h['spread']:.2f})" if "mean" in h else "n/a"

@@ -168,6 +168,21 @@ def test_the_seed_comparison_block_shows_seeds_sign_tests_pending_runs_and_mecha
     assert len(row.strip("|").split("|")) == 8 and "Not run yet: erl seed 3." in text
     assert "| SFT+SEED | conditioned minus free | s1 0.10 / 0.20, s2 -0.05 / 0.00 |" in text
     assert "(at 0123456" in text
+    assert "training seeds" not in text  # the SFT stage retrained with one seed only
+    record["sft_seed"] = 1
+    record["sft_seeds"] = {"t0.4": {"per_seed": {"1": 0.66, "2": 0.6}, "mean": 0.63, "spread": 0.03}}
+    seeds = next(line for line in fig.render_seed_comparison(record).splitlines() if "training seeds" in line)
+    cells = [c.strip() for c in seeds.strip("|").split("|")]
+    assert cells == [
+        "SFT stage, training seeds (the start is s1)",
+        "s1 0.66, s2 0.60",
+        "0.63 (0.03)",
+        "",
+        "n/a",
+        "",
+        "",
+        "",
+    ]
 
 
 def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
