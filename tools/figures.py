@@ -767,8 +767,9 @@ def render_sapo_time(rec: dict) -> str:
         f"SAPO / PPO time per iteration: x{ratio:.2f} ({100 * (ratio - 1):+.0f}%); update + critic: "
         f"x{r['sapo']['update_s'] / (r['ppo']['update_s'] + r['ppo']['critic_s']):.2f}.",
         "",
-        f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}, {rec['dtype']}; "
-        f"torch {v['torch']}, transformers {v['transformers']}).",
+        f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}"
+        + (f", {rec['threads']} thread{'s' * (rec['threads'] > 1)}" if rec.get("threads") else "")
+        + f", {rec['dtype']}; torch {v['torch']}, transformers {v['transformers']}).",
     ]
     return "\n".join(lines)
 

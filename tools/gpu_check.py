@@ -239,6 +239,7 @@ def main(argv: list[str] | None = None) -> dict[str, dict[str, float]]:
         "rollout_engine": opts.rollout_engine,
         "lora_rank": opts.lora_rank,
         "torch": torch.__version__,
+        "threads": None if opts.device.startswith("cuda") else torch.get_num_threads(),  # CPU: the intra-op threads
         "results": results,
         "versions": versions(),
         "date": time.strftime("%Y-%m-%d", time.gmtime()),

@@ -196,6 +196,8 @@ def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
     text = fig.render_sapo_time(record)
     assert "| critic | 15.0 | 0.0 |" in text and "| iteration | 100.0 | 80.0 |" in text
     assert "x0.80 (-20%)" in text and "update + critic: x0.50" in text
+    assert "m, float32;" in text  # no thread count recorded (a GPU run): none shown
+    assert "m, 1 thread, float32;" in fig.render_sapo_time(record | {"threads": 1})
 
 
 def test_the_readout_probe_block_sets_sapos_readout_against_the_best_linear_one(fig):
