@@ -657,8 +657,9 @@ def render_context_rows(rec: dict) -> str:
 #: the seed methods' RL comparison from the lesson/reflection SFT (tools/cpu_table.py --sft mech --record ...)
 SEED_COMPARISONS = {
     "frozenlake": ROOT / "docs" / "records" / "cpu_mech_frozenlake.json",
-    # SAPO with its read-out rows on a larger step, against GRPO (to join the main record when it is regenerated)
-    "frozenlake-sapo-readout": ROOT / "docs" / "records" / "cpu_mech_frozenlake_sapo_readout.json",
+    # the comparison rerun into its archive (docs/records/runs/cpu_mech_frozenlake/), as far as it holds runs: it
+    # replaces the record above once it holds every run
+    "frozenlake-archive": ROOT / "docs" / "records" / "cpu_mech_frozenlake_archive.json",
 }
 #: mechanism metric -> what the comparison block calls it
 MECHANISM_LABELS = {
