@@ -372,6 +372,33 @@ def test_cpu_table_sft_seeds_train_other_sft_seeds_and_report_the_sft_rows_sprea
     assert cpu_table._interleave([("sft", 2), ("sft", 3)], ["a", "b", "c"]) == [("sft", 2), "a", ("sft", 3), "b", "c"]
 
 
+def test_cpu_table_sigusr1_lets_the_runs_in_progress_finish_and_starts_no_other():
+    """``kill -USR1``: before a machine goes away, no run is started that could not finish; the one in progress
+    completes (its result is kept) and the drained ones are counted."""
+    import os
+    import signal
+    import time
+
+    import cpu_table
+
+    done = []
+
+    def job(name):
+        if name == "first":
+            os.kill(os.getpid(), signal.SIGUSR1)  # arrives while this run is in progress
+            time.sleep(1.0)  # still in progress when the main thread handles it
+        done.append(name)
+
+    before = signal.getsignal(signal.SIGUSR1)
+    assert cpu_table.run_jobs([(job, ("first",)), (job, ("second",)), (job, ("third",))], 1) == 2
+    assert done == ["first"] and signal.getsignal(signal.SIGUSR1) == before
+    assert cpu_table.run_jobs([(job, ("second",)), (job, ("third",))], 2) == 0 and sorted(done) == [
+        "first",
+        "second",
+        "third",
+    ]
+
+
 def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path, monkeypatch):
     """``--archive``: a finished run's evaluations and metrics.jsonl go into the repository; on a fresh machine they
     come back, the run is not trained again, the comparison reads the same numbers; an SFT start with other weights

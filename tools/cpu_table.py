@@ -38,6 +38,9 @@ each finished run in the repository: its held-out evaluations (``submission.json
 them, retrains the SFT stage (deterministic at one thread: the same command gives the same weights, which the hash
 checks; a different checkpoint is refused, it would unpair the comparison) and trains only the runs still missing.
 
+``kill -USR1 PID`` drains: the runs in progress finish (trained, evaluated, archived), no other starts, the table
+is written; the same command later trains the rest.
+
 ``--jobs 2`` runs two RL trainings (then their evaluations) at once with one thread each: on a 2-core machine that
 gives ~1.3x the throughput of one two-thread process (HF generation is overhead-bound at these batch sizes).
 """
@@ -502,6 +505,37 @@ def comparison(
     }
 
 
+def run_jobs(calls: list[tuple], jobs: int) -> int:
+    """Run ``calls`` (``(function, args)`` each) ``jobs`` at a time, in order; the number dropped by a drain.
+
+    SIGUSR1 drains: the calls in progress finish (a run is trained, evaluated and archived), none not yet started
+    begins (``kill -USR1 PID`` before a machine is taken away, so that no run is left half done)."""
+    import signal
+
+    futures: list = []
+    draining = []
+
+    def drain(signum, frame):
+        draining.append(signum)  # no call submitted from now on
+        for f in futures:
+            f.cancel()  # those not started yet
+        print("SIGUSR1: no more runs start; the ones in progress finish", flush=True)
+
+    previous = signal.signal(signal.SIGUSR1, drain)  # before the first call starts
+    try:
+        with ThreadPoolExecutor(jobs) as pool:
+            for fn, args in calls:
+                if draining:
+                    break
+                futures.append(pool.submit(fn, *args))
+            for f in futures:
+                if not f.cancelled():
+                    f.result()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    return len(calls) - sum(not f.cancelled() for f in futures)
+
+
 def _interleave(first: list, rest: list) -> list:
     """``first``'s items each followed by one of ``rest``'s, then the rest of ``rest``."""
     out = []
@@ -609,22 +643,21 @@ def main(argv: list[str] | None = None) -> int:
         if archive is not None:
             sft_cmd = f"OMP_NUM_THREADS=1 python baselines/sft.py --config {config_path(opts.env, 'sft', opts.sft)}"
             check_sft(archive, sft_dir, sft_cmd.replace(str(ROOT) + "/", ""))
-        with ThreadPoolExecutor(jobs) as pool:
-            # the SFT start first, then the RL runs (seed by seed), the shipped model last: its prose episodes are
-            # the slowest to play and no RL run depends on them
-            # the other SFT seeds go first, one beside each RL run (an SFT on 2-row pieces fits beside one)
-            futures = [pool.submit(evaluate_sft, opts.env, sft_dir, out, per_job, temps, archive)]
-            futures += [
-                pool.submit(
-                    train_and_evaluate, opts.env, m, s, runs, out, per_job, temps, opts.sft, archive, opts.sft_epochs
-                )
-                for m, s in _interleave(todo_sft, todo)
-            ]
-            if not mech:  # the shipped model does not depend on the SFT stage: the main table has its row
-                futures += [pool.submit(evaluate, opts.env, "base", "smollm2-base", out, per_job, t) for t in temps]
-            for f in futures:
-                f.result()
-        print(f"(trained and evaluated in {time.perf_counter() - t0:.0f} s)")
+        # the SFT start first, then the RL runs (seed by seed; the other SFT seeds go first, one beside each RL run:
+        # an SFT on 2-row pieces fits beside one), the shipped model last: its prose episodes are the slowest to
+        # play and no RL run depends on them
+        calls = [(evaluate_sft, (opts.env, sft_dir, out, per_job, temps, archive))]
+        calls += [
+            (train_and_evaluate, (opts.env, m, s, runs, out, per_job, temps, opts.sft, archive, opts.sft_epochs))
+            for m, s in _interleave(todo_sft, todo)
+        ]
+        if not mech:  # the shipped model does not depend on the SFT stage: the main table has its row
+            calls += [(evaluate, (opts.env, "base", "smollm2-base", out, per_job, t)) for t in temps]
+        dropped = run_jobs(calls, jobs)
+        print(
+            f"(trained and evaluated in {time.perf_counter() - t0:.0f} s"
+            + (f"; {dropped} runs not started after SIGUSR1: the same command trains them)" if dropped else ")")
+        )
     names = ([] if mech else ["smollm2-base"]) + ["smollm2-sft"]  # the shipped model's row is the main table's
     names += [eval_name("sft", s) for s in extra_sft]  # grouped with smollm2-sft: the SFT row's seeds
     names += [f"smollm2-sft-{m}_s{s}" for m in opts.methods for s in method_seeds(m, seeds)]
