@@ -753,6 +753,7 @@ def render_sapo_time(rec: dict) -> str:
     phases = (
         ("generation", "generation_s"),
         ("old log-probs", "old_logprob_s"),
+        ("reference log-probs", "ref_logprob_s"),
         ("critic", "critic_s"),
         ("update", "update_s"),
         ("iteration", "iteration_s"),

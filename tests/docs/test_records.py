@@ -186,15 +186,16 @@ def test_the_seed_comparison_block_shows_seeds_sign_tests_pending_runs_and_mecha
 
 
 def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
-    phases = ("generation_s", "old_logprob_s", "critic_s", "update_s")
-    ppo = dict(zip(phases, (50.0, 10.0, 15.0, 25.0), strict=True), iteration_s=100.0, turns=80.0)
-    sapo = dict(zip(phases, (50.0, 10.0, 0.0, 20.0), strict=True), iteration_s=80.0, turns=80.0)
+    phases = ("generation_s", "old_logprob_s", "ref_logprob_s", "critic_s", "update_s")
+    ppo = dict(zip(phases, (45.0, 10.0, 5.0, 15.0, 25.0), strict=True), iteration_s=100.0, turns=80.0)
+    sapo = dict(zip(phases, (45.0, 10.0, 5.0, 0.0, 20.0), strict=True), iteration_s=80.0, turns=80.0)
     record = {
         "results": {"ppo": ppo, "sapo": sapo}, "dtype": "float32", "command": "python tools/gpu_check.py ...",
         "date": "2026-01-01", "machine": "m", "versions": {"git_commit": "abcdef0123", "torch": "t", "transformers": "tf"},
     }  # fmt: skip
     text = fig.render_sapo_time(record)
     assert "| critic | 15.0 | 0.0 |" in text and "| iteration | 100.0 | 80.0 |" in text
+    assert "| reference log-probs | 5.0 | 5.0 |" in text  # the phases add up to the iteration
     assert "x0.80 (-20%)" in text and "update + critic: x0.50" in text
     assert "m, float32;" in text  # no thread count recorded (a GPU run): none shown
     assert "m, 1 thread, float32;" in fig.render_sapo_time(record | {"threads": 1})
