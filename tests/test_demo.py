@@ -366,6 +366,19 @@ def test_cpu_table_sft_seeds_train_other_sft_seeds_and_report_the_sft_rows_sprea
         "spread"
     ] == pytest.approx(0.1)
     assert "sft_seeds" not in cpu_table.comparison("frozenlake", ["grpo"], [1], [0.4], runs, out, "mech")
+    # the SFT seeds' own text, from their validation (the fixed checkpoint's run has none here: left out)
+    (runs / "sft_smollm2_frozenlake_mech_s2" / "metrics.jsonl").write_text(
+        '{"iteration": 0, "val/success_rate": 0.0}\n'
+        '{"iteration": 1, "val/success_rate": 0.9, "val/lesson_parse_rate": 0.875, "val/reflection_tagged_rate": 0.25}\n'
+    )
+    (runs / "sft_smollm2_frozenlake_mech_s3").mkdir()  # seed 3 still training: its first validation is no result
+    (runs / "sft_smollm2_frozenlake_mech_s3" / "metrics.jsonl").write_text(
+        '{"iteration": 0, "val/success_rate": 0.0}\n'
+    )
+    rec = cpu_table.comparison("frozenlake", ["grpo"], [1], [0.4], runs, out, "mech", [2, 3])
+    assert rec["sft_validation"] == {
+        "2": {"success_rate": 0.9, "lesson_parse_rate": 0.875, "reflection_tagged_rate": 0.25}
+    }
     assert cpu_table.entry_meta("smollm2-sft_s2", sft_variant="mech")["name"] == (
         "SmolLM2-135M SFT with lessons and reflections training seed 2 (CPU table)"
     )

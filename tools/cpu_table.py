@@ -466,6 +466,9 @@ def comparison(
         }
         for m in methods
     }
+    # the finished SFT seeds' own lessons and reflections on held-out episodes, as their validation measured them
+    finished = [int(s) for s in spread.get(tag(temps[0]), {}).get("per_seed", {})]
+    validation = sft_validation(runs, env, sft, finished) if spread else {}
     stages, pending = [], []
     for m in methods:
         # a run counts once its headline evaluation exists (its training finished, its checkpoint evaluated)
@@ -500,6 +503,7 @@ def comparison(
         "suite": SUITES[env],
         "sft": sft_row,
         **({"sft_seeds": spread, "sft_seed": fixed} if spread else {}),
+        **({"sft_validation": validation} if validation else {}),
         "stages": stages,
         "pending": pending,
     }
@@ -534,6 +538,31 @@ def run_jobs(calls: list[tuple], jobs: int) -> int:
     finally:
         signal.signal(signal.SIGUSR1, previous)
     return len(calls) - sum(not f.cancelled() for f in futures)
+
+
+#: what the SFT stage's last validation says of the model's own text (``baselines/sft.py``: greedy, on held-out
+#: noisy-expert episodes)
+SFT_VALIDATION = (
+    "val/success_rate",
+    "val/lesson_parse_rate",
+    "val/lesson_episodes",
+    "val/reflection_tagged_rate",
+    "val/reflection_episodes",
+)
+
+
+def sft_validation(runs: Path, env: str, sft: str, seeds: list[int]) -> dict[str, dict[str, float]]:
+    """Per SFT training seed (the fixed checkpoint's first), its last validation (``SFT_VALIDATION``, without the
+    ``val/``) from its run's ``metrics.jsonl``; seeds without one are left out."""
+    name, fixed = config(env, "sft", sft)["exp_name"], sft_seed(env, sft)
+    out = {}
+    for s in seeds:
+        path = runs / (name if s == fixed else f"{name}_s{s}") / "metrics.jsonl"
+        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+        rows = [r for r in rows if "val/success_rate" in r]
+        if rows:
+            out[str(s)] = {k.removeprefix("val/"): rows[-1][k] for k in SFT_VALIDATION if k in rows[-1]}
+    return out
 
 
 def _interleave(first: list, rest: list) -> list:

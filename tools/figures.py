@@ -725,6 +725,19 @@ def render_seed_comparison(rec: dict) -> str:
         eps, secs = st["episodes_trained"], st["s_per_iteration"]
         row += ["" if eps is None else f"{eps:.0f}", "" if secs is None else f"{secs:.0f}"]
         lines.append("| " + " | ".join(row) + " |")
+    if rec.get("sft_validation"):  # what each SFT seed's own text looked like on its held-out validation episodes
+
+        def per_sft_seed(key: str) -> str:
+            return ", ".join(f"s{s} {v[key]:.2f}" for s, v in rec["sft_validation"].items() if key in v)
+
+        first = next(iter(rec["sft_validation"].values()))
+        lines += [
+            "",
+            f"The SFT stage's own text at its last validation (greedy, {first.get('lesson_episodes', 0):.0f} held-out "
+            f"noisy-expert episodes; reflections on the {first.get('reflection_episodes', 0):.0f} that failed), per "
+            f"training seed: lessons that parse {per_sft_seed('lesson_parse_rate')}; reflections in their tags "
+            f"{per_sft_seed('reflection_tagged_rate')}; validation success {per_sft_seed('success_rate')}.",
+        ]
     if rec["pending"]:
         lines += ["", f"Not run yet: {', '.join(rec['pending'])}."]
     lines += ["", "| stage | mechanism metric | per seed: mean over iterations / last iteration |", "|---|---|---|"]

@@ -183,6 +183,22 @@ def test_the_seed_comparison_block_shows_seeds_sign_tests_pending_runs_and_mecha
         "",
         "",
     ]
+    val = {
+        "lesson_parse_rate": 1.0,
+        "lesson_episodes": 8.0,
+        "reflection_tagged_rate": 0.25,
+        "reflection_episodes": 4.0,
+    }
+    record["sft_validation"] = {
+        "1": val | {"success_rate": 0.8},
+        "2": val | {"success_rate": 0.9, "lesson_parse_rate": 0.5},
+    }
+    text = fig.render_seed_comparison(record)
+    assert "8 held-out noisy-expert episodes; reflections on the 4 that failed" in text
+    assert "lessons that parse s1 1.00, s2 0.50; reflections in their tags s1 0.25, s2 0.25" in text
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "lessons that parse" in line)
+    assert lines[at - 1] == "" and lines[at - 2].startswith("| SFT+SEED | s1")  # after the held-out table, not in it
 
 
 def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
