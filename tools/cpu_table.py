@@ -453,22 +453,13 @@ def comparison(
         }
         rates = {k: v for k, v in rates.items() if v is not None}
         if len(rates) > 1:
-            vals = list(rates.values())
-            spread[tag(t)] = {
-                "per_seed": rates,
-                "mean": sum(vals) / len(vals),
-                "spread": (max(vals) - min(vals)) / 2,
-            }
+            spread[tag(t)] = {"per_seed": rates, **mean_spread(rates)}
     solved = {
-        m: {
-            t: {s: outcomes(out / tag(t) / f"smollm2-sft-{m}_s{s}") for s in seeds if _done(out, t, m, s)}
-            for t in temps
-        }
+        m: {t: {s: outcomes(out / tag(t) / eval_name(m, s)) for s in seeds if _done(out, t, m, s)} for t in temps}
         for m in methods
     }
     # the finished SFT seeds' own lessons and reflections on held-out episodes, as their validation measured them
-    finished = [int(s) for s in spread.get(tag(temps[0]), {}).get("per_seed", {})]
-    validation = sft_validation(runs, env, sft, finished) if spread else {}
+    validation = sft_validation(runs, env, sft, [int(s) for s in spread.get(tag(temps[0]), {}).get("per_seed", {})])
     stages, pending = [], []
     for m in methods:
         # a run counts once its headline evaluation exists (its training finished, its checkpoint evaluated)
@@ -480,12 +471,7 @@ def comparison(
         for t in temps:
             got = solved[m][t]
             rates = {str(s): sum(v.values()) / len(v) for s, v in got.items()}
-            row: dict = {"per_seed": rates}
-            if rates:
-                row |= {
-                    "mean": sum(rates.values()) / len(rates),
-                    "spread": (max(rates.values()) - min(rates.values())) / 2,
-                }
+            row: dict = {"per_seed": rates, **(mean_spread(rates) if rates else {})}
             if m != "grpo" and "grpo" in solved:
                 row["against_grpo"] = paired_against(got, solved["grpo"][t])
             per_temp[tag(t)] = row
@@ -573,8 +559,14 @@ def _interleave(first: list, rest: list) -> list:
     return out + rest[len(first) :]
 
 
+def mean_spread(rates: dict[str, float]) -> dict[str, float]:
+    """Mean of per-seed rates and their spread (half the range)."""
+    vals = list(rates.values())
+    return {"mean": sum(vals) / len(vals), "spread": (max(vals) - min(vals)) / 2}
+
+
 def _done(out: Path, t: float, method: str, seed: int) -> bool:
-    return _evaluated(out, [t], f"smollm2-sft-{method}_s{seed}")
+    return _evaluated(out, [t], eval_name(method, seed))
 
 
 def _evaluated(out: Path, temps: list[float], name: str) -> bool:
@@ -663,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
         (m, s)
         for s in seeds
         for m in opts.methods
-        if s in method_seeds(m, seeds) and not _evaluated(out, temps, f"smollm2-sft-{m}_s{s}")
+        if s in method_seeds(m, seeds) and not _evaluated(out, temps, eval_name(m, s))
     ]
     if not opts.table_only and (todo or todo_sft or not _evaluated(out, temps, "smollm2-sft") or not mech):
         # with an archive the SFT start trains on one thread: deterministic, so a fresh machine rebuilds the same one
@@ -689,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     names = ([] if mech else ["smollm2-base"]) + ["smollm2-sft"]  # the shipped model's row is the main table's
     names += [eval_name("sft", s) for s in extra_sft]  # grouped with smollm2-sft: the SFT row's seeds
-    names += [f"smollm2-sft-{m}_s{s}" for m in opts.methods for s in method_seeds(m, seeds)]
+    names += [eval_name(m, s) for m in opts.methods for s in method_seeds(m, seeds)]
     curves = [  # finished runs only: trained and evaluated
         str(runs / f"{config(opts.env, m)['exp_name']}_s{s}")
         for m in opts.methods
