@@ -348,16 +348,18 @@ def evaluate_sft(env: str, sft_dir: Path, out: Path, threads: int, temps: list[f
         archive_run(archive, out, temps, "smollm2-sft", None)
 
 
+def metrics_rows(run_dir: Path) -> list[dict]:
+    """A run's ``metrics.jsonl`` rows (none when it has no log)."""
+    path = run_dir / "metrics.jsonl"
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
 def stage_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict[str, float]:
     """Env episodes trained and seconds per iteration of a method's runs, from their metrics.jsonl."""
     cfg = config(env, method)
     eps, secs = [], []
     for s in seeds:
-        path = runs / f"{cfg['exp_name']}_s{s}" / "metrics.jsonl"
-        if not path.exists():
-            continue
-        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-        rows = [r for r in rows if "time/iteration_s" in r]
+        rows = [r for r in metrics_rows(runs / f"{cfg['exp_name']}_s{s}") if "time/iteration_s" in r]
         if not rows:
             continue
         counted = rows[-1].get("charts/env_episodes")
@@ -375,10 +377,7 @@ def mechanism_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict
     out: dict[str, dict[str, list[float]]] = {}
     cfg = config(env, method)
     for s in seeds:
-        path = runs / f"{cfg['exp_name']}_s{s}" / "metrics.jsonl"
-        if not path.exists():
-            continue
-        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        rows = metrics_rows(runs / f"{cfg['exp_name']}_s{s}")
         for k in keys:
             # ERL's rates exist only where a first attempt failed (logs before that fix wrote 0 there)
             vals = [
@@ -543,9 +542,7 @@ def sft_validation(runs: Path, env: str, sft: str, seeds: list[int]) -> dict[str
     name, fixed = config(env, "sft", sft)["exp_name"], sft_seed(env, sft)
     out = {}
     for s in seeds:
-        path = runs / (name if s == fixed else f"{name}_s{s}") / "metrics.jsonl"
-        rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
-        rows = [r for r in rows if "val/success_rate" in r]
+        rows = [r for r in metrics_rows(runs / (name if s == fixed else f"{name}_s{s}")) if "val/success_rate" in r]
         if rows:
             out[str(s)] = {k.removeprefix("val/"): rows[-1][k] for k in SFT_VALIDATION if k in rows[-1]}
     return out

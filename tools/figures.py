@@ -703,12 +703,6 @@ def render_seed_comparison(rec: dict) -> str:
         )
         + " |",
     ]
-    if rec.get("sft_seeds", {}).get(head):  # the SFT stage retrained with other seeds: its own spread
-        seeds = rec["sft_seeds"]
-        spread = {t: f"{seeds[t]['mean']:.2f} ({seeds[t]['spread']:.2f})" if t in seeds else "n/a" for t in temps}
-        per_seed = ", ".join(f"s{k} {v:.2f}" for k, v in seeds[head]["per_seed"].items())
-        cells = [f"SFT stage, training seeds (the start is s{rec['sft_seed']})", per_seed, spread[head], ""]
-        lines.append("| " + " | ".join([*cells, *[c for t in sub for c in (spread[t], "")], "", ""]) + " |")
 
     def cells(h: dict) -> tuple[str, str]:
         mean = f"{h['mean']:.2f} ({h['spread']:.2f})" if "mean" in h else "n/a"
@@ -716,15 +710,16 @@ def render_seed_comparison(rec: dict) -> str:
         vs = f"+{g['wins']}/-{g['losses']}, p={g['p']:.2g}" if g and g["rl_seeds"] else ""
         return mean, vs
 
-    for st in rec["stages"]:
-        h = st["heldout"]
+    def row(label: str, h: dict, eps: float | None = None, secs: float | None = None) -> str:
         per_seed = ", ".join(f"s{k} {v:.2f}" for k, v in h[head]["per_seed"].items())
-        row = [st["label"], per_seed, *cells(h[head])]
-        for t in sub:
-            row += list(cells(h[t]))
-        eps, secs = st["episodes_trained"], st["s_per_iteration"]
-        row += ["" if eps is None else f"{eps:.0f}", "" if secs is None else f"{secs:.0f}"]
-        lines.append("| " + " | ".join(row) + " |")
+        cols = [label, per_seed, *cells(h[head]), *[c for t in sub for c in cells(h.get(t, {}))]]
+        cols += ["" if eps is None else f"{eps:.0f}", "" if secs is None else f"{secs:.0f}"]
+        return "| " + " | ".join(cols) + " |"
+
+    if rec.get("sft_seeds", {}).get(head):  # the SFT stage retrained with other seeds: its own spread
+        lines.append(row(f"SFT stage, training seeds (the start is s{rec['sft_seed']})", rec["sft_seeds"]))
+    for st in rec["stages"]:
+        lines.append(row(st["label"], st["heldout"], st["episodes_trained"], st["s_per_iteration"]))
     if rec.get("sft_validation"):  # what each SFT seed's own text looked like on its held-out validation episodes
 
         def per_sft_seed(key: str) -> str:
