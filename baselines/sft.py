@@ -96,6 +96,16 @@ class Args(BaseArgs):
     """expert action rows whose prompt carries the oracle reflection (ERL's second-attempt prompt) or lesson
     (SEED's teacher prompt) of a failed noisy attempt at the same task, alternately: the model learns to act on
     the text it will be given (the paper's ``sft_on_trajectories`` idea, action-under-lesson rows)"""
+    context_episodes: list[str] = field(default_factory=list)
+    """episode logs (JSONL, e.g. a model's own evaluation on training seeds) whose failed episodes are the context
+    rows' first sources, before the noisy-expert ones: rows where that model's own moves went wrong"""
+    context_plans: str = "expert"
+    """what the context rows play: ``expert`` -- the env expert's episode, every step (its moves are the action rows'
+    own, so the text is rarely needed to predict them); ``varied`` (non-slippery FrozenLake) -- a shortest path drawn
+    at random through the failure's mistake, with the reflection's plan and the lesson's better move written for
+    that path (``agentgym.agents.oracle.varied_critique``), and rows only where the text decides the move: the
+    mistake's cell (both texts name its move) and, for reflections (whose plan names every cell's move), each cell
+    with several shortest moves -- there the target is the text's, not the expert's"""
     reflection_form: str = "in_context"
     """reflection form of the reflection rows (``in_context`` or ``rulebook``, as ERL's ``reflection_form``)"""
     val_analysis: int = 0
@@ -265,29 +275,61 @@ def context_examples(
     failures: list[Episode], args: Args, system: str | None
 ) -> Iterator[tuple[str, AgentInput, dict[str, str], Episode, int]]:
     """The sources of the text-in-context rows, in row order: for each failed episode, the env expert's episode
-    from the same reset with that failure's text in every prompt -- a reflection (ERL's second attempt; failures
-    0, 2, ...: the in_context form's ``reflection`` or, for the rulebook form, the system prompt ERL builds) or a
-    lesson's ``episode_skill`` (SEED's teacher; failures 1, 3, ...). Yields ``(kind, input, template kwargs,
-    expert episode, step)``; the caller skips steps ``step_target`` rejects and stops at ``context_rows``."""
+    from the same reset (``context_plans: varied``: the drawn plan's episode) with that failure's text in every
+    prompt -- a reflection (ERL's second attempt; failures 0, 2, ...: the in_context form's ``reflection`` or, for
+    the rulebook form, the system prompt ERL builds) or a lesson's ``episode_skill`` (SEED's teacher; failures 1,
+    3, ...). Yields ``(kind, input, template kwargs, played episode, step)``; the caller skips steps
+    ``step_target`` rejects and stops at ``context_rows``."""
     if not args.context_rows or not failures:
         return
+    import numpy as np
+
     from agentgym.agent_io import EpisodeSpec
-    from agentgym.agents import ExpertAgent
-    from agentgym.agents.oracle import oracle_lesson, oracle_reflection
+    from agentgym.agents import ExpertAgent, ScriptedAgent
+    from agentgym.agents.oracle import critique, oracle_lesson, oracle_reflection, varied_critique
     from agentgym.evaluation import run_episodes
 
+    if args.context_plans not in ("expert", "varied"):
+        raise ValueError(f"context_plans must be 'expert' or 'varied', got {args.context_plans!r}")
+    varied = args.context_plans == "varied"
+    env_kwargs = args.env_kwargs or None
     specs = [EpisodeSpec(seed=ep.seed, options=ep.options) for ep in failures]
-    experts = run_episodes(args.env_id, ExpertAgent(), specs, env_kwargs=args.env_kwargs or None).episodes
-    for i, (ep, expert) in enumerate(zip(failures, experts, strict=True)):
+    experts = [] if varied else run_episodes(args.env_id, ExpertAgent(), specs, env_kwargs=env_kwargs).episodes
+    rng = np.random.default_rng(args.seed)
+    for i, (ep, spec) in enumerate(zip(failures, specs, strict=True)):
+        crit = varied_critique(ep, rng) if varied else critique(ep)
+        if varied:
+            if not crit.plan or crit.mistake_step is None or crit.better != crit.plan[crit.mistake_step - 1]:
+                continue  # no drawn plan through a mistake (slippery, Sokoban, a budget failure): nothing to read
+            played = run_episodes(args.env_id, ScriptedAgent(crit.plan), [spec], env_kwargs=env_kwargs).episodes[0]
+        else:
+            played = experts[i]
         if i % 2 == 0 and args.reflection_form == "in_context":
-            kind, context = "reflection", {"reflection": oracle_reflection(ep, args.reflection_form)}
+            kind, context = "reflection", {"reflection": oracle_reflection(ep, args.reflection_form, crit=crit)}
         elif i % 2 == 0:  # as ErlTrainer.second_attempt_kwargs builds a rulebook's system prompt
-            rules = oracle_reflection(ep, args.reflection_form)
+            rules = oracle_reflection(ep, args.reflection_form, crit=crit)
             kind, context = "reflection", {"system": f"{rules}\n\n{system}" if system else rules}
         else:
-            kind, context = "lesson", {"lesson": oracle_lesson(ep)["episode_skill"]}
-        for inp, t in episode_inputs(expert):
-            yield kind, inp, context, expert, t
+            kind, context = "lesson", {"lesson": oracle_lesson(ep, crit)["episode_skill"]}
+        for inp, t in episode_inputs(played):
+            # varied: only the steps whose move the text decides -- the mistake's cell (the move both texts name)
+            # and, for a reflection (whose plan names every cell's move), each cell with several shortest moves
+            if varied and t != crit.mistake_step - 1 and (kind == "lesson" or crit.plan_choices[t] < 2):
+                continue
+            yield kind, inp, context, played, t
+
+
+def context_failures(args: Args, episodes: list[Episode]) -> list[Episode]:
+    """The context rows' sources: the failures of ``args.context_episodes`` (on ``args.env_id``), then those of
+    ``episodes`` (the noisy-expert analysis episodes)."""
+    own: list[Episode] = []
+    for path in args.context_episodes:
+        if not Path(path).exists():
+            raise FileNotFoundError(
+                f"no episode log at {path} (context_episodes): write it with `agentgym eval ... --log {path}`"
+            )
+        own += [ep for ep in read_episodes(path) if ep.env_id == args.env_id]
+    return [ep for ep in own + list(episodes) if not ep.success]
 
 
 def analysis_rows(
@@ -325,7 +367,7 @@ def analysis_rows(
         chat = build_reflection_messages(ep, memory=memory, form=args.reflection_form, system_prompt=system)
         add(chat, oracle_reflection_reply(ep, args.reflection_form, crit=c))  # ERL appends the base prompt itself
     n_context = 0
-    for _, inp, context, expert, t in context_examples(failures, args, system):
+    for _, inp, context, expert, t in context_examples(context_failures(args, episodes), args, system):
         if n_context >= args.context_rows:
             break
         text = step_target(expert, t, args.expert_think, template)

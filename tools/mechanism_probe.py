@@ -126,7 +126,7 @@ def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | N
 
     run = Path(model)
     args = make_args(sft.Args, load_config_file(run / "config.yaml"))
-    failures = [ep for ep in read_episodes(run / "analysis.jsonl") if not ep.success]
+    failures = sft.context_failures(args, read_episodes(run / "analysis.jsonl"))
     with tempfile.TemporaryDirectory() as tmp:
         config = CPU_CONFIGS / f"erl_oracle_smollm2_{env}.yaml"
         tr = _trainer(erl.ErlTrainer, erl.Args, config, model, tmp, 1, seed, overrides or {})

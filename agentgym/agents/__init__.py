@@ -21,6 +21,7 @@ from agentgym.agents.base import (
     ExpertAgent,
     NoisyExpertAgent,
     RandomAgent,
+    ScriptedAgent,
     agent_config,
 )
 
@@ -158,6 +159,7 @@ __all__ = [
     "OpenAIAgent",
     "OpenAIChat",
     "RandomAgent",
+    "ScriptedAgent",
     "ReActAgent",
     "ReflexionAgent",
     "agent_config",

@@ -81,6 +81,27 @@ class ExpertAgent:
         return out
 
 
+class ScriptedAgent:
+    """Plays a fixed list of moves, one per turn (turn ``t`` plays ``moves[t]``); past the list it repeats the last.
+
+    For one episode at a time: a plan written elsewhere (a solver's, a privileged analyser's) played in the env
+    so that its steps are logged like any agent's.
+    """
+
+    name = "scripted"
+
+    def __init__(self, moves: Sequence[str]) -> None:
+        if not moves:
+            raise ValueError("ScriptedAgent needs at least one move")
+        self.moves = [str(m) for m in moves]
+
+    def config(self) -> dict[str, Any]:
+        return {"moves": list(self.moves)}
+
+    def act(self, inputs: Sequence[AgentInput]) -> list[AgentAction]:
+        return [AgentAction(action=self.moves[min(x.turn, len(self.moves) - 1)]) for x in inputs]
+
+
 class NoisyExpertAgent:
     """The env's expert with a random admissible move instead, with probability ``noise`` (privileged).
 

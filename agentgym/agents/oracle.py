@@ -12,7 +12,8 @@ lessons and reflections are therefore the upper bound of SEED's and ERL's mechan
 reflections") and the targets of the lesson/reflection SFT rows of ``baselines/sft.py``; they are never a
 result of the policy itself. Deterministic: the same episode record gives the same text.
 
-* :func:`critique` -- the facts: success, the first mistake (step, kind, sentence), the better move, the plan.
+* :func:`critique` -- the facts: success, the first mistake (step, kind, sentence), the better move, the plan;
+  :func:`varied_critique` the same with the plan drawn among the shortest paths (SFT rows that need the text).
 * :func:`oracle_lesson` -- SEED's JSON object (``episode_summary``, ``episode_skill``;
   ``agentgym.prompts.lesson``); :func:`oracle_lesson_reply` the reply text ``parse_lesson`` reads.
 * :func:`oracle_reflection` -- ERL's reflection Δ in either form (``in_context`` advice or ``rulebook``
@@ -60,6 +61,8 @@ class Critique:
         slippery: slippery FrozenLake (the plan is then the best first move, not a path).
         plan_cells: where P stands before each move of ``plan`` (``row R col C``).
         goal: what success is, in the env's letters (``the goal (G)``).
+        plan_choices: from :func:`varied_critique` only: how many moves keep to a shortest path at each cell of
+            ``plan`` (more than one: the plan's text, not the board, decides the move there).
     """
 
     env: str
@@ -75,6 +78,7 @@ class Critique:
     slippery: bool = False
     plan_cells: list[str] = field(default_factory=list)
     goal: str = "every box on a target"
+    plan_choices: list[int] = field(default_factory=list)
 
 
 # -- replay ------------------------------------------------------------------------------------------------
@@ -330,6 +334,49 @@ def critique(episode: Episode) -> Critique:
         return _critique_frozenlake(episode, env, u) if kind == "frozenlake" else _critique_sokoban(episode, env, u)
     finally:
         env.close()
+
+
+def varied_critique(episode: Episode, rng) -> Critique:
+    """:func:`critique` of a failed non-slippery FrozenLake episode with the plan drawn at random among the shortest
+    safe paths through its mistake (privileged).
+
+    The episode's moves before its first mistake all brought P one cell closer to the goal, so they start a
+    shortest path; from the mistake's cell on, each move is drawn (``rng``, a ``numpy`` generator) among those that
+    do too. The better move is the plan's move there. Where a board has several shortest paths the plan is then not
+    the one the env's expert (and an action-only SFT) takes: a policy has to read it to follow it -- the SFT rows
+    that teach reading it (``baselines.sft``'s ``context_plans: varied``). Other episodes get :func:`critique`
+    unchanged.
+    """
+    from agentgym.envs.frozen_lake import ACTIONS
+
+    c = critique(episode)
+    if c.env != "frozenlake" or c.slippery or c.success or c.mistake_step is None or c.kind == "budget":
+        return c
+    env, u, _ = _replay_env(episode)
+    try:
+        start = u._pos
+        for action in c.actions[: c.mistake_step - 1]:
+            env.step(action)
+        dist = _fl_distances(u)
+
+        def good(cell: int) -> list[int]:  # the moves that keep to a shortest path
+            return [a for a in range(4) if dist.get(u._next(cell, a), 10**9) == dist[cell] - 1]
+
+        plan, pos = list(c.actions[: c.mistake_step - 1]), u._pos
+        while dist.get(pos, 0) > 0 and len(plan) < 4 * u._n * u._n:
+            moves = good(pos)  # a cell at distance d > 0 has a neighbour at d - 1
+            a = moves[int(rng.integers(len(moves)))]
+            plan.append(ACTIONS[a])
+            pos = u._next(pos, a)
+        cells, choices, pos = [], [], start  # where P stands before each move of the plan, and its options there
+        for move in plan:
+            cells.append(_cell(pos, u._n))
+            choices.append(len(good(pos)))
+            pos = u._next(pos, ACTIONS.index(move))
+    finally:
+        env.close()
+    c.plan, c.plan_cells, c.plan_choices, c.better = plan, cells, choices, plan[c.mistake_step - 1]
+    return c
 
 
 def oracle_lesson(episode: Episode, crit: Critique | None = None) -> dict[str, str]:

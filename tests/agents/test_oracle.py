@@ -7,7 +7,7 @@ import json
 import pytest
 
 from agentgym.agent_io import EpisodeSpec, seed_specs
-from agentgym.agents import ExpertAgent, NoisyExpertAgent, RandomAgent
+from agentgym.agents import ExpertAgent, NoisyExpertAgent, RandomAgent, ScriptedAgent
 from agentgym.agents.oracle import (
     OracleAnalyser,
     UnsupportedEnv,
@@ -16,6 +16,7 @@ from agentgym.agents.oracle import (
     oracle_lesson_reply,
     oracle_reflection,
     oracle_reflection_reply,
+    varied_critique,
 )
 from agentgym.episodes import Episode
 from agentgym.evaluation import run_episodes
@@ -24,20 +25,6 @@ from agentgym.prompts.reflection import parse_reflection
 from agentgym.rl.hooks import LessonWriter
 
 GRID_ENVS = ["agentgym/FrozenLakeNotSlippery-v0", "agentgym/FrozenLake-v0", "agentgym/Sokoban-v0"]
-
-
-class Scripted:
-    """Plays a fixed list of moves (then repeats the last)."""
-
-    name = "scripted"
-
-    def __init__(self, moves):
-        self.moves = list(moves)
-
-    def act(self, inputs):
-        from agentgym.agent_io import AgentAction
-
-        return [AgentAction(action=self.moves[min(len(x.history), len(self.moves) - 1)]) for x in inputs]
 
 
 def play(env_id, agent, spec: EpisodeSpec) -> Episode:
@@ -51,7 +38,7 @@ LAKE = ["SHFF", "FFFF", "FHFF", "FFFG"]
 def test_stepping_into_a_hole_is_named_with_place_and_better_move():
     ep = play(
         "agentgym/FrozenLakeNotSlippery-v0",
-        Scripted(["down", "right", "down"]),
+        ScriptedAgent(["down", "right", "down"]),
         EpisodeSpec(seed=0, options={"map": LAKE}),
     )
     assert not ep.success and len(ep.steps) == 3  # down, right, then down into the hole at row 3 col 2
@@ -70,7 +57,7 @@ def test_stepping_into_a_hole_is_named_with_place_and_better_move():
 
 def test_a_wasted_move_on_a_successful_episode_is_a_detour_not_a_failure():
     moves = ["up", "down", "right", "right", "down", "down", "right"]
-    ep = play("agentgym/FrozenLakeNotSlippery-v0", Scripted(moves), EpisodeSpec(seed=0, options={"map": LAKE}))
+    ep = play("agentgym/FrozenLakeNotSlippery-v0", ScriptedAgent(moves), EpisodeSpec(seed=0, options={"map": LAKE}))
     assert ep.success
     c = critique(ep)
     assert (c.mistake_step, c.kind) == (1, "edge")
@@ -83,11 +70,13 @@ def test_sokoban_push_against_the_wall_is_stuck_and_the_solver_move_is_better():
     # the target is bottom left; pushing the box right puts it against the right wall, from where it can never
     # be pushed left again
     level = "#####\n#___#\n#PX_#\n#O__#\n#####"
-    ep = play("agentgym/Sokoban-v0", Scripted(["right", "up", "up"]), EpisodeSpec(seed=0, options={"level": level}))
+    ep = play(
+        "agentgym/Sokoban-v0", ScriptedAgent(["right", "up", "up"]), EpisodeSpec(seed=0, options={"level": level})
+    )
     c = critique(ep)
     assert not ep.success and (c.mistake_step, c.kind) == (1, "stuck") and "row 3 col 4" in c.mistake
     assert c.better == c.plan[0] and c.plan_cells[0] == "row 3 col 2" and len(c.plan_cells) == len(c.plan)
-    wall = play("agentgym/Sokoban-v0", Scripted(["left", "down"]), EpisodeSpec(seed=0, options={"level": level}))
+    wall = play("agentgym/Sokoban-v0", ScriptedAgent(["left", "down"]), EpisodeSpec(seed=0, options={"level": level}))
     assert (critique(wall).mistake_step, critique(wall).kind) == (1, "wall")
 
 
@@ -154,3 +143,38 @@ def test_the_text_names_cells_in_the_envs_own_letters(env_id):
     eps = run_episodes(env_id, RandomAgent(seed=2), seed_specs(6, seed=3)).episodes
     texts = " ".join(oracle_reflection(ep) for ep in eps if not ep.success)
     assert "(A at row" in texts and "(O)" not in texts and "(P at" not in texts
+
+
+def test_scripted_agent_plays_its_moves_then_repeats_the_last():
+    ep = play(
+        "agentgym/FrozenLakeNotSlippery-v0", ScriptedAgent(["down", "up"]), EpisodeSpec(seed=0, options={"map": LAKE})
+    )
+    assert [s.action for s in ep.steps][:3] == ["down", "up", "up"]
+    with pytest.raises(ValueError, match="at least one move"):
+        ScriptedAgent([])
+
+
+def test_varied_plan_keeps_the_attempts_good_prefix_and_draws_among_the_shortest_paths():
+    import numpy as np
+
+    # an open 4x4 lake: from row 1 col 1 every right/down order is a shortest path to the goal
+    lake = ["SFFF", "FFFF", "FFFF", "FFFG"]
+    env = "agentgym/FrozenLakeNotSlippery-v0"
+    ep = play(env, ScriptedAgent(["right", "up", "up"]), EpisodeSpec(seed=0, options={"map": lake}))
+    c0 = critique(ep)
+    assert not ep.success and (c0.mistake_step, c0.kind) == (2, "edge")
+    plans = set()
+    for seed in range(12):
+        c = varied_critique(ep, np.random.default_rng(seed))
+        assert c.plan[0] == "right" and len(c.plan) == len(c0.plan) == 6  # the good prefix, then a shortest path
+        assert c.better == c.plan[1] and c.mistake == c0.mistake
+        assert c.plan_choices[:2] == [2, 2] and c.plan_choices[-1] == 1  # on the last row/column one way remains
+        won = play(env, ScriptedAgent(c.plan), EpisodeSpec(seed=0, options={"map": lake}))
+        assert won.success and len(won.steps) == 6
+        assert f"There, move {c.better} instead." in oracle_reflection(ep, crit=c)
+        assert oracle_lesson(ep, c)["episode_skill"].endswith(f"From row 1 col 2 here, move {c.better}.")
+        plans.add(tuple(c.plan))
+    assert len(plans) > 3  # drawn, not the expert's one path
+    assert varied_critique(ep, np.random.default_rng(0)).plan == varied_critique(ep, np.random.default_rng(0)).plan
+    won = play(env, ExpertAgent(), EpisodeSpec(seed=0, options={"map": lake}))
+    assert varied_critique(won, np.random.default_rng(0)).plan == critique(won).plan  # successes: unchanged

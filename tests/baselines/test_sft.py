@@ -385,3 +385,43 @@ def test_validation_scores_the_models_own_lessons_and_reflections_against_the_or
     m = sft.analysis_metrics(Replies(vague), tok, eps, system_prompt=None)
     assert m["lesson_parse_rate"] == 1.0 and m["lesson_oracle_match"] == 0.0  # parses, says nothing of the task
     assert m["reflection_tagged_rate"] == 0.0 and m["reflection_plan_match"] == 0.0
+
+
+def test_varied_context_rows_sit_where_the_text_decides_the_move_and_follow_it(tmp_path):
+    """``context_plans: varied``: each row's target is the drawn plan's move (not necessarily the expert's), only at
+    the mistake's cell or a cell with several shortest moves; ``context_episodes``' failures come first."""
+    import numpy as np
+
+    from agentgym.agents import NoisyExpertAgent
+    from agentgym.agents.oracle import _replay_env, oracle_reflection, varied_critique
+    from agentgym.evaluation import run_episodes
+
+    eps = sft.noisy_expert_episodes(ENV, 200, seed=300, noise=0.5, agent_seed=1, log=None)
+    own = tmp_path / "own.jsonl"
+    run_episodes(ENV, NoisyExpertAgent(0.5, seed=7), seed_specs(40, seed=5000), log_path=own)
+    args = tiny_args(tmp_path, context_rows=40, history_length=0, context_plans="varied", context_episodes=[str(own)])
+    failures = sft.context_failures(args, eps)
+    first_own = [e for e in read_episodes(own) if not e.success]
+    assert failures[: len(first_own)] == first_own and len(failures) == len(first_own) + sum(
+        not e.success for e in eps
+    )
+    rng = np.random.default_rng(args.seed)
+    crits = {id(ep): varied_critique(ep, rng) for ep in failures}  # the draws, in the rows' order
+    rows = list(sft.context_examples(failures, args, None))
+    assert len(rows) >= 40
+    expert_differs = 0
+    for kind, _inp, context, played, t in rows:
+        src = next(ep for ep in failures if ep.seed == played.seed and ep.options == played.options)
+        c = crits[id(src)]
+        assert played.steps[t].action == c.plan[t]  # the text's plan, played
+        assert t == c.mistake_step - 1 or (kind == "reflection" and c.plan_choices[t] > 1)
+        if kind == "reflection":
+            assert context["reflection"] == oracle_reflection(src, crit=c)
+        env, u, _ = _replay_env(played)
+        for s in played.steps[:t]:
+            env.step(s.action)
+        expert_differs += u.expert_action() != c.plan[t]
+        env.close()
+    assert expert_differs > 0  # rows the expert's move (the action rows' target) would get wrong
+    with pytest.raises(ValueError, match="context_plans"):
+        list(sft.context_examples(failures, tiny_args(tmp_path, context_rows=1, context_plans="drawn"), None))
