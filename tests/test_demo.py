@@ -199,6 +199,7 @@ def test_mechanism_probe_replays_the_sft_context_rows_with_and_without_their_tex
         assert all(
             0.0 <= v[k] <= 1.0 for k in ("target_with_text", "target_without_text", "same_move_with_and_without")
         )
+        assert v["rows_not_expert"] == 0  # this recipe's targets are the env expert's moves
 
 
 def test_mechanism_probe_readout_ceiling_fits_sapos_function_class_on_the_policys_own_episodes(tmp_path):

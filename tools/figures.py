@@ -633,25 +633,42 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-#: does the SFT's text-in-context rows' target need the text? (tools/mechanism_probe.py --context-rows)
-CONTEXT_ROWS = ROOT / "docs" / "records" / "mechanism_context_rows_frozenlake.json"
+#: does the SFT's text-in-context rows' target need the text? (tools/mechanism_probe.py --context-rows): recipe ->
+#: its record (a recipe whose record is not written yet is left out)
+CONTEXT_ROWS = {
+    "mech (the expert's moves)": ROOT / "docs" / "records" / "mechanism_context_rows_frozenlake.json",
+    "mech_plans (moves the text decides)": ROOT / "docs" / "records" / "mechanism_context_rows_frozenlake_plans.json",
+}
 
 
-def render_context_rows(rec: dict) -> str:
-    """Per kind of text-in-context row: how often the greedy move is the target with the text and without it."""
+def render_context_rows(records: dict[str, dict]) -> str:
+    """Per SFT recipe and kind of text-in-context row: how often the greedy move is the target with the text and
+    without it, on all rows and on the rows whose target is not the env expert's move (only the text names it)."""
+
+    def pct(v: dict, key: str) -> str:
+        return f"{100 * v[key]:.0f}%" if key in v else "n/a"
+
     lines = [
-        "| SFT rows with, in the prompt, | rows | target move, text in the prompt | target move, text left out "
-        "| same move either way |",
-        "|---|---|---|---|---|",
+        "| SFT recipe | rows with, in the prompt, | rows | target move, text in the prompt | target move, text left "
+        "out | same move either way | rows whose target is not the expert's | their target, text in the prompt "
+        "| their target, text left out |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    for kind, v in rec["value"]["context_rows"].items():
-        lines.append(
-            f"| a {kind} | {v['rows']} | {100 * v['target_with_text']:.0f}% | {100 * v['target_without_text']:.0f}% "
-            f"| {100 * v['same_move_with_and_without']:.0f}% |"
-        )
-    v = rec["versions"]
-    lines += ["", f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']})."]
-    return "\n".join(lines)
+    for recipe, rec in records.items():
+        for kind, v in rec["value"]["context_rows"].items():
+            odd = v.get("rows_not_expert")
+            lines.append(
+                f"| {recipe} | a {kind} | {v['rows']} | {pct(v, 'target_with_text')} | "
+                f"{pct(v, 'target_without_text')} | {pct(v, 'same_move_with_and_without')} | "
+                f"{'n/a' if odd is None else odd} | {pct(v, 'target_with_text_not_expert')} | "
+                f"{pct(v, 'target_without_text_not_expert')} |"
+            )
+    lines.append("")
+    for recipe, rec in records.items():
+        v = rec["versions"]
+        lines.append(f"{recipe}: `{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}).")
+        lines.append("")
+    return "\n".join(lines).rstrip()
 
 
 #: the seed methods' RL comparison from the lesson/reflection SFT (tools/cpu_table.py --sft mech --record ...)
@@ -906,7 +923,8 @@ def blocks() -> list[tuple[Path, str, str]]:
     out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
     probes = {name: json.loads(path.read_text()) for name, path in MECHANISM_PROBES.items()}
     out.append((CPU_PAGE, "mechanism-probe", render_mechanism_probe(probes)))
-    out.append((CPU_PAGE, "mechanism-context-rows", render_context_rows(json.loads(CONTEXT_ROWS.read_text()))))
+    contexts = {name: json.loads(path.read_text()) for name, path in CONTEXT_ROWS.items() if path.exists()}
+    out.append((CPU_PAGE, "mechanism-context-rows", render_context_rows(contexts)))
     comparison, sapo_time = (SEED_COMPARISONS["frozenlake"], SAPO_TIMINGS["frozenlake"])
     out.append(
         (

@@ -135,7 +135,7 @@ def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | N
             if len(rows) >= args.context_rows:
                 break
             if sft.step_target(expert, t, args.expert_think, tr.template) is not None:
-                rows.append((kind, inp, context, expert.steps[t].action))
+                rows.append((kind, inp, context, expert.steps[t].action, _expert_move(expert, t)))
         moves = {}
         tr.model.eval()
         for with_text in (True, False):
@@ -148,7 +148,7 @@ def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | N
                     args.max_prompt_tokens,
                     ctx if with_text else {},
                 )[1]
-                for _, inp, ctx, _ in rows
+                for _, inp, ctx, _, _ in rows
             ]
             with tr.autocast():
                 outs = tr.generator.generate(
@@ -165,7 +165,28 @@ def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | N
                 "target_without_text": sum(moves[False][i] == rows[i][3] for i in idx) / len(idx),
                 "same_move_with_and_without": sum(moves[True][i] == moves[False][i] for i in idx) / len(idx),
             }
+            # the rows whose target is not the env expert's move: only the text can tell the model to play it
+            odd = [i for i in idx if rows[i][3] != rows[i][4]]
+            out[kind]["rows_not_expert"] = len(odd)
+            if odd:
+                out[kind]["target_with_text_not_expert"] = sum(moves[True][i] == rows[i][3] for i in odd) / len(odd)
+                out[kind]["target_without_text_not_expert"] = sum(moves[False][i] == rows[i][3] for i in odd) / len(
+                    odd
+                )
     return out
+
+
+def _expert_move(episode, t: int) -> str:
+    """The env expert's move at step ``t`` of ``episode`` (replayed)."""
+    from agentgym.agents.oracle import replay_env
+
+    env, u, _ = replay_env(episode)
+    try:
+        for step in episode.steps[:t]:
+            env.step(step.action)
+        return u.expert_action()
+    finally:
+        env.close()
 
 
 def readout_ceiling(

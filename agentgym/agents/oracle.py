@@ -82,7 +82,9 @@ class Critique:
 
 
 # -- replay ------------------------------------------------------------------------------------------------
-def _replay_env(episode: Episode):
+def replay_env(episode: Episode):
+    """A fresh env at ``episode``'s start (rebuilt from its record and checked against its first observation):
+    ``(env, env.unwrapped, "frozenlake" | "sokoban")``; the caller closes it."""
     import gymnasium as gym
 
     import agentgym  # noqa: F401  (registers the ids)
@@ -329,7 +331,7 @@ def _pushes_box(u, player: int, action: str) -> bool:
 # -- public API ---------------------------------------------------------------------------------------------
 def critique(episode: Episode) -> Critique:
     """Replay ``episode`` in a fresh env and find its first mistake and the better move (privileged)."""
-    env, u, kind = _replay_env(episode)
+    env, u, kind = replay_env(episode)
     try:
         return _critique_frozenlake(episode, env, u) if kind == "frozenlake" else _critique_sokoban(episode, env, u)
     finally:
@@ -352,7 +354,7 @@ def varied_critique(episode: Episode, rng) -> Critique:
     c = critique(episode)
     if c.env != "frozenlake" or c.slippery or c.success or c.mistake_step is None or c.kind == "budget":
         return c
-    env, u, _ = _replay_env(episode)
+    env, u, _ = replay_env(episode)
     try:
         start = u._pos
         for action in c.actions[: c.mistake_step - 1]:

@@ -393,7 +393,7 @@ def test_varied_context_rows_sit_where_the_text_decides_the_move_and_follow_it(t
     import numpy as np
 
     from agentgym.agents import NoisyExpertAgent
-    from agentgym.agents.oracle import _replay_env, oracle_reflection, varied_critique
+    from agentgym.agents.oracle import oracle_reflection, replay_env, varied_critique
     from agentgym.evaluation import run_episodes
 
     eps = sft.noisy_expert_episodes(ENV, 200, seed=300, noise=0.5, agent_seed=1, log=None)
@@ -417,7 +417,7 @@ def test_varied_context_rows_sit_where_the_text_decides_the_move_and_follow_it(t
         assert t == c.mistake_step - 1 or (kind == "reflection" and c.plan_choices[t] > 1)
         if kind == "reflection":
             assert context["reflection"] == oracle_reflection(src, crit=c)
-        env, u, _ = _replay_env(played)
+        env, u, _ = replay_env(played)
         for s in played.steps[:t]:
             env.step(s.action)
         expert_differs += u.expert_action() != c.plan[t]

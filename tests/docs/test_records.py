@@ -58,7 +58,7 @@ def test_every_record_names_its_command_date_machine_and_versions(fig):
         assert t["command"] and t["date"] and t["commit"] and t["machine"] and t["seconds"] > 0, t
         assert "measured_by" in t or "typed in by hand" in t["source"], t  # a hand entry says so
     others = [
-        fig.CONTEXT_ROWS,
+        *fig.CONTEXT_ROWS.values(),
         *fig.MECHANISM_PROBES.values(),
         *fig.SEED_COMPARISONS.values(),
         *fig.SAPO_TIMINGS.values(),
@@ -270,3 +270,21 @@ def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
     readout = {"value": {"readout": {"episodes": 256, "probe_corr": 0.347}}, "command": "mechanism_probe Z"}
     sapo = fig.render_seed_methods(probes, comparison, timing, readout).splitlines()[2]
     assert sapo.startswith("- **SAPO**") and "cross-validated over 256 episodes: 0.35." in sapo
+
+
+def test_context_rows_block_shows_each_recipe_and_the_rows_only_the_text_decides(fig):
+    def rec(rows, **extra):
+        v = {"rows": rows, "target_with_text": 0.5, "target_without_text": 0.25, "same_move_with_and_without": 0.75}
+        return {
+            "value": {"context_rows": {"reflection": {**v, **extra}}},
+            "command": f"probe {rows}",
+            "date": "2026-01-01",
+            "machine": "m",
+            "versions": {"git_commit": "abcdef0123"},
+        }
+
+    odd = {"rows_not_expert": 7, "target_with_text_not_expert": 0.857, "target_without_text_not_expert": 0.143}
+    text = fig.render_context_rows({"old": rec(42), "new": rec(96, **odd)})
+    assert "| old | a reflection | 42 | 50% | 25% | 75% | n/a | n/a | n/a |" in text  # an older record: no split
+    assert "| new | a reflection | 96 | 50% | 25% | 75% | 7 | 86% | 14% |" in text
+    assert "new: `probe 96` (at abcdef0; 2026-01-01, m)." in text
