@@ -145,6 +145,17 @@ def test_cpu_table_runs_the_seed_mechanism_comparison_from_one_lesson_reflection
     assert facts["erl/first_success_same_tasks"]["last"] == [0.25]
     meta = cpu_table.entry_meta("smollm2-sft-erl-oracle_s1", None, "mech")
     assert meta["name"] == "SmolLM2-135M SFT with lessons and reflections+ERL (oracle reflections) seed 1 (CPU table)"
+    # --sft mech_plans: the same RL configs from the other lesson/reflection SFT checkpoint
+    cpu_table.train("frozenlake", "sft", None, tmp_path / "plans", 1, sft="mech_plans")
+    cpu_table.train("frozenlake", "erl-oracle", 1, tmp_path / "plans", 1, sft="mech_plans")
+    sft, erl_oracle = cmds[-2:]
+    assert sft[sft.index("--config") + 1].endswith("configs/cpu/sft_smollm2_frozenlake_mech_plans.yaml")
+    assert erl_oracle[erl_oracle.index("--init-from") + 1] == str(
+        tmp_path / "plans" / "sft_smollm2_frozenlake_mech_plans"
+    )
+    assert cpu_table.entry_meta("smollm2-sft", None, "mech_plans")["name"] == (
+        "SmolLM2-135M SFT with lessons, reflections and plan-reading rows (CPU table)"
+    )
 
 
 def _tiny_sft(tmp_path, **extra) -> dict:

@@ -12,7 +12,8 @@
 reflection/lesson-in-context rows written by the privileged grid analyser), in its own folders (``runs/mech``,
 ``runs/heldout/ENV-mech``), so ``erl`` / ``seed`` are ERL and SEED with the model's *own* reflections and lessons
 and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analyser's (the mechanisms' upper bound;
-they run the first of ``--seeds`` only: one seed is enough for them). The table then also reports each method's
+they run the first of ``--seeds`` only: one seed is enough for them); ``--sft mech_plans`` the same from the recipe
+whose text-in-context rows sit where the text decides the move (``runs/mech_plans``). The table then also reports each method's
 mechanism metrics (``MECHANISM``), mean over iterations and at the last one, per seed; ``--record`` writes it all,
 with the paired sign test against GRPO, as the record the docs render.
 
@@ -85,8 +86,15 @@ METHODS = (
     "seed-strong-oracle",
     "sapo-readout",
 )
-#: --sft -> the SFT stage's config suffix: "" the action-only behaviour cloning, "mech" the lesson/reflection SFT
-SFT_VARIANTS = {"action": "", "mech": "_mech"}
+#: --sft -> the SFT stage's config suffix: "" the action-only behaviour cloning, "mech" the lesson/reflection SFT,
+#: "mech_plans" the same with context rows where the text, not the board, decides the move
+SFT_VARIANTS = {"action": "", "mech": "_mech", "mech_plans": "_mech_plans"}
+#: --sft -> how the board names that SFT stage
+SFT_NAMES = {
+    "action": "SFT",
+    "mech": "SFT with lessons and reflections",
+    "mech_plans": "SFT with lessons, reflections and plan-reading rows",
+}
 #: ``--sft-seeds``: the extra SFT runs take their 8-row steps in 2-row pieces (the same gradients, token-mean over the
 #: step), so one fits beside an RL job (the lesson/reflection SFT peaked at 19 GB with 8-row pieces)
 SFT_SEED_MICRO_BATCH = 2
@@ -603,8 +611,9 @@ def main(argv: list[str] | None = None) -> int:
         "--sft",
         choices=sorted(SFT_VARIANTS),
         default="action",
-        help="the SFT stage every RL run starts from: action (behaviour cloning, default) or mech (the "
-        "lesson/reflection SFT; default folders runs/mech and runs/heldout/ENV-mech)",
+        help="the SFT stage every RL run starts from: action (behaviour cloning, default), mech (the "
+        "lesson/reflection SFT; default folders runs/mech and runs/heldout/ENV-mech) or mech_plans (mech with "
+        "context rows where the text decides the move; runs/mech_plans, runs/heldout/ENV-mech_plans)",
     )
     p.add_argument(
         "--sft-seeds",
@@ -629,9 +638,9 @@ def main(argv: list[str] | None = None) -> int:
         f"with --sft mech: {ARCHIVE_DEFAULT.format(sft='mech', env='ENV')}; 'none': no archive)",
     )
     opts = p.parse_args(argv)
-    mech = opts.sft == "mech"
-    runs = (ROOT / (opts.runs if opts.runs != "runs" or not mech else "runs/mech")).resolve()
-    out = (ROOT / (opts.out or f"runs/heldout/{opts.env}{'-mech' if mech else ''}")).resolve()
+    mech = opts.sft != "action"  # a seed-method comparison: its own folders (runs/mech, runs/heldout/ENV-mech)
+    runs = (ROOT / (opts.runs if opts.runs != "runs" or not mech else f"runs/{opts.sft}")).resolve()
+    out = (ROOT / (opts.out or f"runs/heldout/{opts.env}{'-' + opts.sft if mech else ''}")).resolve()
     archive_opt = opts.archive or (ARCHIVE_DEFAULT.format(sft=opts.sft, env=opts.env) if mech else "none")
     archive = None if archive_opt == "none" else (ROOT / archive_opt).resolve()
     if archive is not None:
@@ -770,9 +779,7 @@ def entry_meta(name: str, sft_epochs: int | None = None, sft_variant: str = "act
     ``sft_variant`` ``mech`` (``--sft mech``) names the lesson/reflection SFT."""
     if name == "smollm2-base":
         return {"name": "SmolLM2-135M as shipped (CPU table)", "method": "none", "method_type": "Prompting"}
-    sft = f"SFT ({sft_epochs} epochs)" if sft_epochs else "SFT"
-    if sft_variant == "mech":
-        sft = sft.replace("SFT", "SFT with lessons and reflections", 1)
+    sft = SFT_NAMES[sft_variant] + (f" ({sft_epochs} epochs)" if sft_epochs else "")
     if name == "smollm2-sft":
         return {"name": f"SmolLM2-135M {sft} (CPU table)", "method": "SFT", "method_type": "SFT"}
     if name.startswith("smollm2-sft_s"):  # another training seed of the SFT stage
