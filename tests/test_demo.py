@@ -457,6 +457,10 @@ def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path
     monkeypatch.setattr(cpu_table, "run", lambda cmd, log, threads: cmds.append(cmd) or 0.0)
     cpu_table.train_and_evaluate("frozenlake", "grpo", 1, fresh_runs, fresh_out, 1, [0.4, 0.0], "mech", archive)
     assert cmds == []  # evaluated already: neither trained nor evaluated again
+    # SFT evaluations run by hand before the comparison started: not run again, but archived
+    other = tmp_path / "other-archive"
+    cpu_table.evaluate_sft("frozenlake", tmp_path / "sft", fresh_out, 1, [0.4, 0.0], other)
+    assert cmds == [] and (other / "heldout" / "greedy" / "smollm2-sft" / "submission.json").exists()
 
     sft = tmp_path / "sft"
     (sft / "model").mkdir(parents=True)

@@ -347,12 +347,11 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
 
 
 def evaluate_sft(env: str, sft_dir: Path, out: Path, threads: int, temps: list[float], archive: Path | None) -> None:
-    """The SFT start's held-out evaluations (then archived): the row every RL run is compared from."""
-    if _evaluated(out, temps, "smollm2-sft"):
-        return
+    """The SFT start's held-out evaluations (then archived, also when they were run by hand first): the row every
+    RL run is compared from."""
     for t in temps:
-        evaluate(env, str(sft_dir / "model"), "smollm2-sft", out, threads, t)
-    if archive is not None:
+        evaluate(env, str(sft_dir / "model"), "smollm2-sft", out, threads, t)  # skipped when it exists
+    if archive is not None and not all((archive / "heldout" / tag(t) / "smollm2-sft").exists() for t in temps):
         archive_run(archive, out, temps, "smollm2-sft", None)
 
 

@@ -580,10 +580,13 @@ def render_run_folder(rec: dict) -> str:
     return "\n".join(out)
 
 
+#: the probe of the plan-reading SFT recipe (sft_smollm2_frozenlake_mech_plans.yaml), privileged text
+PLANS_PROBE = "privileged text, plan-reading SFT"
 #: the seed mechanisms at the start of RL (tools/mechanism_probe.py): variant -> its record
 MECHANISM_PROBES = {
     "privileged (oracle) text": ROOT / "docs" / "records" / "mechanism_probe_frozenlake_oracle.json",
     "the model's own text": ROOT / "docs" / "records" / "mechanism_probe_frozenlake_self.json",
+    PLANS_PROBE: ROOT / "docs" / "records" / "mechanism_probe_frozenlake_plans_oracle.json",
 }
 
 
@@ -677,6 +680,8 @@ SEED_COMPARISONS = {
     # the comparison rerun into its archive (docs/records/runs/cpu_mech_frozenlake/), as far as it holds runs: it
     # replaces the record above once it holds every run
     "frozenlake-archive": ROOT / "docs" / "records" / "cpu_mech_frozenlake_archive.json",
+    # the same comparison from the plan-reading SFT recipe (tools/cpu_table.py --sft mech_plans)
+    "frozenlake-plans": ROOT / "docs" / "records" / "cpu_mech_plans_frozenlake.json",
 }
 #: mechanism metric -> what the comparison block calls it
 MECHANISM_LABELS = {
@@ -752,7 +757,8 @@ def render_seed_comparison(rec: dict) -> str:
         ]
     if rec["pending"]:
         lines += ["", f"Not run yet: {', '.join(rec['pending'])}."]
-    lines += ["", "| stage | mechanism metric | per seed: mean over iterations / last iteration |", "|---|---|---|"]
+    if any(st["mechanism"] for st in rec["stages"]):  # no table while no run with mechanism metrics has finished
+        lines += ["", "| stage | mechanism metric | per seed: mean over iterations / last iteration |", "|---|---|---|"]
     for st in rec["stages"]:
         for key, f in st["mechanism"].items():
             per_seed = ", ".join(
@@ -854,19 +860,34 @@ def render_seed_methods(
         f = stages.get(method, {}).get("mechanism", {}).get(key)
         return ", ".join(f"{x:.2f}" for x in f["last"]) if f else "n/a"
 
+    plans_erl = plans_seed = ""
+    if PLANS_PROBE in probes:  # the recipe whose text-in-context rows need their text
+        e, sd = probes[PLANS_PROBE]["value"]["erl"], probes[PLANS_PROBE]["value"]["seed"]
+        plans_erl = (
+            f" From the plan-reading SFT recipe the policy does act on it: where the failed attempt's first move was "
+            f"the mistake, second attempts take the better first move {pct(e['better_first_move_rate_second_attempts'])}"
+            f" of the time against {pct(e['better_first_move_rate_first_attempts'])} for the task's other first "
+            f"attempts (the mistaken one {pct(e['mistaken_first_move_rate_second_attempts'])} against "
+            f"{pct(e['mistaken_first_move_rate_first_attempts'])}); second attempts succeed "
+            f"{pct(e['second_success'])} against {pct(e['first_success_same_tasks'])}."
+        )
+        plans_seed = (
+            f" From the plan-reading SFT recipe: {pct(sd['lesson_conditioned_success'])} lesson-conditioned against "
+            f"{pct(sd['lesson_free_success'])} lesson-free."
+        )
     lines = [
         f"- **SEED**: before RL, privileged lessons lift success on the same tasks from "
         f"{pct(oracle['seed']['lesson_free_success'])} to {pct(oracle['seed']['lesson_conditioned_success'])}; the "
         f"model's own lessons parse {pct(own['seed']['lesson_parse_rate'])} of the time and give "
         f"{pct(own['seed']['lesson_conditioned_success'])} against {pct(own['seed']['lesson_free_success'])}. "
         f"Own lessons during RL parse (last iteration, per seed): {last('seed', 'seed/lesson_parse_rate')}; "
-        f"{after_rl('seed')}; with privileged lessons, {after_rl('seed-oracle')}.",
+        f"{after_rl('seed')}; with privileged lessons, {after_rl('seed-oracle')}.{plans_seed}",
         f"- **ERL**: before RL, with the privileged reflection second attempts succeed "
         f"{pct(oracle['erl']['second_success'])} against {pct(oracle['erl']['first_success_same_tasks'])} for the same "
         f"tasks' other first attempts (own reflections: {pct(own['erl']['second_success'])}): the policy does not act "
         f"on the reflection (see the CPU page for why). Own reflections in their tags during RL (last iteration, per "
         f"seed): {last('erl', 'erl/reflection_tagged_rate')}; {after_rl('erl')}; with privileged reflections, "
-        f"{after_rl('erl-oracle')}.",
+        f"{after_rl('erl-oracle')}.{plans_erl}",
         f"- **SAPO**: correlation of the V read-out with the realised returns at the last iteration, per seed: "
         f"{last('sapo', 'sapo/value_return_corr')}; {after_rl('sapo')}.",
     ]
