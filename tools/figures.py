@@ -758,7 +758,11 @@ def render_seed_comparison(rec: dict) -> str:
     if rec["pending"]:
         lines += ["", f"Not run yet: {', '.join(rec['pending'])}."]
     if any(st["mechanism"] for st in rec["stages"]):  # no table while no run with mechanism metrics has finished
-        lines += ["", "| stage | mechanism metric | per seed: mean over iterations / last iteration |", "|---|---|---|"]
+        lines += [
+            "",
+            "| stage | mechanism metric | per seed: mean over iterations / last iteration |",
+            "|---|---|---|",
+        ]
     for st in rec["stages"]:
         for key, f in st["mechanism"].items():
             per_seed = ", ".join(
