@@ -299,7 +299,7 @@ def context_examples(
     for i, (ep, spec) in enumerate(zip(failures, specs, strict=True)):
         crit = varied_critique(ep, rng) if varied else critique(ep)
         if varied:
-            if not crit.plan or crit.mistake_step is None or crit.better != crit.plan[crit.mistake_step - 1]:
+            if not crit.plan_choices:
                 continue  # no drawn plan through a mistake (slippery, Sokoban, a budget failure): nothing to read
             played = run_episodes(args.env_id, ScriptedAgent(crit.plan), [spec], env_kwargs=env_kwargs).episodes[0]
         else:
