@@ -471,3 +471,26 @@ def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path
     (sft / "model" / "model.safetensors").write_bytes(b"other weights")
     with pytest.raises(SystemExit, match="started from the SFT checkpoint"):
         cpu_table.check_sft(archive, sft, "again")
+
+
+def test_mechanism_probe_sorts_second_attempts_by_the_mistake_their_reflection_named():
+    import mechanism_probe
+
+    from agentgym.agent_io import EpisodeSpec
+    from agentgym.agents import ExpertAgent, ScriptedAgent
+    from agentgym.evaluation import run_episodes
+
+    lake = ["SHFF", "FFFF", "FHFF", "FFFG"]
+
+    def play(agent):
+        spec = EpisodeSpec(seed=0, options={"map": lake})
+        return run_episodes("agentgym/FrozenLakeNotSlippery-v0", agent, [spec]).episodes[0]
+
+    first = play(ScriptedAgent(["down", "right", "down"]))  # into the hole below row 2 col 2 at step 3
+    seconds = [
+        play(ExpertAgent()),  # solved
+        play(ScriptedAgent(["down", "right", "down"])),  # the named mistake again
+        play(ScriptedAgent(["down", "down", "right"])),  # past it, into the same hole from the left
+    ]
+    out = mechanism_probe.second_attempt_outcomes([first] * 3, [0, 1, 2], seconds)
+    assert out == {"second_solved": 1, "second_same_mistake": 1, "second_other_mistake": 1}

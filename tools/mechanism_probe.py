@@ -95,6 +95,7 @@ def probe(
             "first_success_same_tasks": sum(same) / len(same) if same else None,
             "reflections": [exp.reflections[e] for e in exp.failed[:3]],
             **first_move_fixes(exp.first.episodes, exp.failed, exp.second.episodes if exp.second else [], G),
+            **second_attempt_outcomes(exp.first.episodes, exp.failed, exp.second.episodes if exp.second else []),
         }
         out["time_erl_s"] = time.perf_counter() - t0
         del tr
@@ -317,6 +318,25 @@ def first_move_fixes(firsts: list, failed: list[int], seconds: list, group_size:
         "mistaken_first_move_rate_first_attempts": mean(repeat_first),
         "mistaken_first_move_rate_second_attempts": mean(repeat_second),
     }
+
+
+def second_attempt_outcomes(firsts: list, failed: list[int], seconds: list) -> dict[str, int]:
+    """Where the second attempts end, against the mistake their reflection named (the privileged analyser's
+    critique of the failed first attempt): solved; the named mistake again (same step, same move); or past it and
+    wrong elsewhere -- a later or another mistake the reflection did not name."""
+    from agentgym.agents.oracle import critique
+
+    out = {"second_solved": 0, "second_same_mistake": 0, "second_other_mistake": 0}
+    for i, e in enumerate(failed[: len(seconds)]):
+        if seconds[i].success:
+            out["second_solved"] += 1
+            continue
+        c = critique(firsts[e])
+        k = c.mistake_step
+        same = k is not None and len(seconds[i].steps) >= k and seconds[i].steps[k - 1].action == c.actions[k - 1]
+        same = same and [s.action for s in seconds[i].steps[: k - 1]] == c.actions[: k - 1]
+        out["second_same_mistake" if same else "second_other_mistake"] += 1
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
