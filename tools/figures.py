@@ -623,6 +623,15 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
                 ("mistaken first move, second attempts", "mistaken_first_move_rate_second_attempts", pct),
             )
         ]
+    if any("second_solved" in r["value"]["erl"] for r in records.values()):
+        rows += [
+            (f"ERL: second attempts {what}", lambda v, key=key: str(v["erl"].get(key, "n/a")))
+            for what, key in (
+                ("that solve the task", "second_solved"),
+                ("that make the named mistake again", "second_same_mistake"),
+                ("that get past it and go wrong elsewhere", "second_other_mistake"),
+            )
+        ]
     out = ["| measurement | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     out += [f"| {label} | " + " | ".join(cell(records[n]["value"]) for n in names) + " |" for label, cell in rows]
     out.append("")

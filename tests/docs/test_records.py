@@ -288,3 +288,15 @@ def test_context_rows_block_shows_each_recipe_and_the_rows_only_the_text_decides
     assert "| old | a reflection | 42 | 50% | 25% | 75% | n/a | n/a | n/a |" in text  # an older record: no split
     assert "| new | a reflection | 96 | 50% | 25% | 75% | 7 | 86% | 14% |" in text
     assert "new: `probe 96` (at abcdef0; 2026-01-01, m)." in text
+
+
+def test_mechanism_probe_block_shows_where_second_attempts_end_where_a_record_has_it(fig):
+    probes = {name: json.loads(path.read_text()) for name, path in fig.MECHANISM_PROBES.items()}
+    old = next(iter(probes))
+    new = json.loads(json.dumps(probes[old]))
+    new["value"]["erl"].update(second_solved=21, second_same_mistake=5, second_other_mistake=41)
+    text = fig.render_mechanism_probe({old: probes[old], "new": new})
+    assert "| ERL: second attempts that solve the task | n/a | 21 |" in text
+    assert "| ERL: second attempts that make the named mistake again | n/a | 5 |" in text
+    assert "| ERL: second attempts that get past it and go wrong elsewhere | n/a | 41 |" in text
+    assert "second attempts that solve" not in fig.render_mechanism_probe({old: probes[old]})
