@@ -882,8 +882,15 @@ def render_seed_methods(
             f" of the time against {pct(e['better_first_move_rate_first_attempts'])} for the task's other first "
             f"attempts (the mistaken one {pct(e['mistaken_first_move_rate_second_attempts'])} against "
             f"{pct(e['mistaken_first_move_rate_first_attempts'])}); second attempts succeed "
-            f"{pct(e['second_success'])} against {pct(e['first_success_same_tasks'])}."
+            f"{pct(e['second_success'])} against {pct(e['first_success_same_tasks'])}"
         )
+        if "second_solved" in e:
+            plans_erl += (
+                f": of {e['failed_first_attempts']} second attempts {e['second_solved']} solve the task, "
+                f"{e['second_same_mistake']} make the named mistake again and {e['second_other_mistake']} get past it "
+                f"and go wrong elsewhere"
+            )
+        plans_erl += "."
         plans_seed = (
             f" From the plan-reading SFT recipe: {pct(sd['lesson_conditioned_success'])} lesson-conditioned against "
             f"{pct(sd['lesson_free_success'])} lesson-free."
