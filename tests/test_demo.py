@@ -494,3 +494,21 @@ def test_mechanism_probe_sorts_second_attempts_by_the_mistake_their_reflection_n
     ]
     out = mechanism_probe.second_attempt_outcomes([first] * 3, [0, 1, 2], seconds)
     assert out == {"second_solved": 1, "second_same_mistake": 1, "second_other_mistake": 1}
+
+
+def test_cpu_table_keeps_a_linked_runs_folder_named_as_in_the_checkout(tmp_path, monkeypatch):
+    """A ``runs`` that is a symlink (the runs kept on another disk) is still ``runs/...`` in the eval commands."""
+    import cpu_table
+
+    root = tmp_path / "checkout"
+    (root / "tools").mkdir(parents=True)
+    (tmp_path / "elsewhere").mkdir()
+    (root / "runs").symlink_to(tmp_path / "elsewhere")
+    monkeypatch.setattr(cpu_table, "ROOT", root)
+    runs = cpu_table.checkout_path("runs/mech")
+    assert runs == root / "runs" / "mech" and cpu_table.checkout_path("runs/../runs/mech") == runs
+    assert cpu_table.checkout_path(str(tmp_path / "abs")) == tmp_path / "abs"
+    cmds = []
+    monkeypatch.setattr(cpu_table, "run", lambda cmd, log, threads: cmds.append(cmd) or 0.0)
+    cpu_table.evaluate("frozenlake", str(runs / "grpo_s1" / "model"), "x", root / "runs" / "heldout", 1, 0.4)
+    assert cmds[0][cmds[0].index("--agent") + 1] == "hf:runs/mech/grpo_s1/model"

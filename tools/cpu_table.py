@@ -126,6 +126,12 @@ def script(method: str) -> str:
     return method.split("-")[0]
 
 
+def checkout_path(path: str) -> Path:
+    """``path`` (relative to the checkout, or absolute) made absolute without resolving symlinks: a ``runs`` folder
+    that links elsewhere keeps its name in the commands, logs and evaluation agent names (``hf:runs/...``)."""
+    return Path(os.path.abspath(ROOT / path))
+
+
 def config_path(env: str, method: str, sft: str = "action") -> Path:
     """``METHOD_smollm2_ENV.yaml`` (``erl-oracle`` -> ``erl_oracle_...``; the SFT stage with ``--sft mech``:
     ``sft_smollm2_ENV_mech.yaml``)."""
@@ -638,10 +644,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     opts = p.parse_args(argv)
     mech = opts.sft != "action"  # a seed-method comparison: its own folders (runs/mech, runs/heldout/ENV-mech)
-    runs = (ROOT / (opts.runs if opts.runs != "runs" or not mech else f"runs/{opts.sft}")).resolve()
-    out = (ROOT / (opts.out or f"runs/heldout/{opts.env}{'-' + opts.sft if mech else ''}")).resolve()
+    runs = checkout_path(opts.runs if opts.runs != "runs" or not mech else f"runs/{opts.sft}")
+    out = checkout_path(opts.out or f"runs/heldout/{opts.env}{'-' + opts.sft if mech else ''}")
     archive_opt = opts.archive or (ARCHIVE_DEFAULT.format(sft=opts.sft, env=opts.env) if mech else "none")
-    archive = None if archive_opt == "none" else (ROOT / archive_opt).resolve()
+    archive = None if archive_opt == "none" else checkout_path(archive_opt)
     if archive is not None:
         restored = restore_archive(archive, runs, out)
         if restored:
