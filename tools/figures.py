@@ -845,7 +845,11 @@ def render_readout_probe(rec: dict) -> str:
 
 
 def render_seed_methods(
-    probes: dict[str, dict], comparison: dict | None, sapo_time: dict | None, readout: dict | None = None
+    probes: dict[str, dict],
+    comparison: dict | None,
+    sapo_time: dict | None,
+    readout: dict | None = None,
+    plans: dict | None = None,
 ) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
     SmolLM2-135M, CPU): the probe before RL (privileged and own text), then, per method, the RL comparison's
@@ -891,6 +895,18 @@ def render_seed_methods(
                 f"and go wrong elsewhere"
             )
         plans_erl += "."
+    plans_st = {st["method"]: st for st in (plans or {}).get("stages", [])}
+    if "erl-oracle" in plans_st:  # the RL comparison from that recipe, as far as it has run
+        h = plans_st["erl-oracle"]["heldout"]["t0.4"]
+        seeds = len(h["per_seed"])
+        plans_erl += f" After RL from it ({seeds} seed{'s' * (seeds > 1)}), held-out {h['mean']:.2f}"
+        g, grpo = h.get("against_grpo"), plans_st.get("grpo", {}).get("heldout", {}).get("t0.4")
+        if g and grpo:
+            plans_erl += (
+                f" against GRPO's {grpo['mean']:.2f} from the same start (tasks +{g['wins']}/-{g['losses']}, sign test "
+                f"p={g['p']:.2g})"
+            )
+        plans_erl += "."
         plans_seed = (
             f" From the plan-reading SFT recipe: {pct(sd['lesson_conditioned_success'])} lesson-conditioned against "
             f"{pct(sd['lesson_free_success'])} lesson-free."
@@ -926,6 +942,7 @@ def render_seed_methods(
     cmds += [comparison["command"]] if comparison else []
     cmds += [sapo_time["command"]] if sapo_time else []
     cmds += [readout["command"]] if readout else []
+    cmds += [plans["command"]] if plans else []
     v = probes["privileged (oracle) text"]["versions"]
     lines += [
         "",
@@ -977,6 +994,9 @@ def blocks() -> list[tuple[Path, str, str]]:
                 json.loads(sapo_time.read_text()) if sapo_time.exists() else None,
                 json.loads(READOUT_PROBES["frozenlake"].read_text())
                 if READOUT_PROBES["frozenlake"].exists()
+                else None,
+                json.loads(SEED_COMPARISONS["frozenlake-plans"].read_text())
+                if SEED_COMPARISONS["frozenlake-plans"].exists()
                 else None,
             ),
         )

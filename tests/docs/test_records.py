@@ -300,3 +300,22 @@ def test_mechanism_probe_block_shows_where_second_attempts_end_where_a_record_ha
     assert "| ERL: second attempts that make the named mistake again | n/a | 5 |" in text
     assert "| ERL: second attempts that get past it and go wrong elsewhere | n/a | 41 |" in text
     assert "second attempts that solve" not in fig.render_mechanism_probe({old: probes[old]})
+
+
+def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_run(fig):
+    probes = {name: json.loads(path.read_text()) for name, path in fig.MECHANISM_PROBES.items()}
+
+    def stage(method, mean, against=None):
+        h = {"per_seed": {"1": mean}, "mean": mean, "spread": 0.0, **({"against_grpo": against} if against else {})}
+        return {"method": method, "heldout": {"t0.4": h}, "mechanism": {}}
+
+    plans = {
+        "stages": [stage("grpo", 0.5), stage("erl-oracle", 0.75, {"wins": 9, "losses": 2, "p": 0.0654})],
+        "command": "python tools/cpu_table.py --sft mech_plans P",
+    }
+    text = fig.render_seed_methods(probes, None, None, None, plans)
+    assert (
+        "After RL from it (1 seed), held-out 0.75 against GRPO's 0.50 from the same start (tasks +9/-2, sign " in text
+    )
+    assert "`python tools/cpu_table.py --sft mech_plans P`" in text
+    assert "After RL from it" not in fig.render_seed_methods(probes, None, None)
