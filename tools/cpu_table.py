@@ -12,10 +12,10 @@
 reflection/lesson-in-context rows written by the privileged grid analyser), in its own folders (``runs/mech``,
 ``runs/heldout/ENV-mech``), so ``erl`` / ``seed`` are ERL and SEED with the model's *own* reflections and lessons
 and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analyser's (the mechanisms' upper bound;
-they run the first of ``--seeds`` only: one seed is enough for them); ``--sft mech_plans`` the same from the recipe
-whose text-in-context rows sit where the text decides the move (``runs/mech_plans``). The table then also reports each method's
-mechanism metrics (``MECHANISM``), mean over iterations and at the last one, per seed; ``--record`` writes it all,
-with the paired sign test against GRPO, as the record the docs render.
+they run the first of ``--seeds`` only: one seed is enough for them); ``--sft mech_plans`` the same from the
+recipe whose text-in-context rows sit where the text decides the move (``runs/mech_plans``). The table then also
+reports each method's mechanism metrics (``MECHANISM``), mean over iterations and at the last one, per seed;
+``--record`` writes it all, with the paired sign test against GRPO, as the record the docs render.
 
 Every step is skipped when its output exists, so a killed run picks up where it stopped:
 
@@ -640,7 +640,7 @@ def main(argv: list[str] | None = None) -> int:
         "--archive",
         default=None,
         help="keep each finished run's evaluations and metrics.jsonl here, and restore them on a fresh machine (default "
-        f"with --sft mech: {ARCHIVE_DEFAULT.format(sft='mech', env='ENV')}; 'none': no archive)",
+        f"with --sft mech or mech_plans: {ARCHIVE_DEFAULT.format(sft='SFT', env='ENV')}; 'none': no archive)",
     )
     opts = p.parse_args(argv)
     mech = opts.sft != "action"  # a seed-method comparison: its own folders (runs/mech, runs/heldout/ENV-mech)
@@ -781,7 +781,7 @@ def main(argv: list[str] | None = None) -> int:
 def entry_meta(name: str, sft_epochs: int | None = None, sft_variant: str = "action") -> dict[str, str]:
     """Board name, method and method type of one held-out evaluation (``smollm2-base``, ``smollm2-sft-grpo_s1``);
     the suite names the env. ``sft_epochs`` (``--sft-epochs``) goes into the SFT stage's name: ``SFT (3 epochs)``;
-    ``sft_variant`` ``mech`` (``--sft mech``) names the lesson/reflection SFT."""
+    ``sft_variant`` (``--sft``) picks the SFT stage's name from ``SFT_NAMES``."""
     if name == "smollm2-base":
         return {"name": "SmolLM2-135M as shipped (CPU table)", "method": "none", "method_type": "Prompting"}
     sft = SFT_NAMES[sft_variant] + (f" ({sft_epochs} epochs)" if sft_epochs else "")
