@@ -187,6 +187,8 @@ def train(
         cmd += ["--save-every", "1"]
     if method == "sft" and sft_epochs:
         cmd += ["--total-iterations", str(sft_epochs)]
+    if method == "sft":  # a checkpoint every epoch: a killed multi-epoch SFT (Sokoban's: three) loses one at most
+        cmd += ["--save-every", "1"]
     if (run_dir / "metrics.jsonl").exists():
         cmd.append("--resume")  # a killed run continues from its last checkpoint
     run(cmd, run_dir.with_name(run_dir.name + ".log"), threads)
