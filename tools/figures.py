@@ -710,6 +710,38 @@ MECHANISM_LABELS = {
 }
 
 
+def seed_verdict(stage: dict, stages: list[dict], temp: str) -> str:
+    """One method against GRPO of the same RL seeds: the mean difference, both per-seed ranges, the pooled sign test,
+    and whether the difference is beyond the seed spread -- the sign test's p < 0.05 *and* the two methods' per-seed
+    ranges apart (the sign test pairs tasks, so it sees the task noise but not how much a method moves between RL
+    seeds). Empty for GRPO itself and for a method without a paired GRPO seed."""
+    grpo = next((st for st in stages if st["method"] == "grpo"), None)
+    h = stage["heldout"].get(temp, {})
+    g = h.get("against_grpo")
+    if grpo is None or stage is grpo or not g or not g["rl_seeds"]:
+        return ""
+    base = grpo["heldout"][temp]["per_seed"]
+    both = [s for s in h["per_seed"] if s in base]  # the RL seeds the sign test pooled
+    mine, theirs = [h["per_seed"][s] for s in both], [base[s] for s in both]
+    diff = sum(mine) / len(mine) - sum(theirs) / len(theirs)
+    apart = min(mine) > max(theirs) or max(mine) < min(theirs)
+    n = len(both)
+
+    def span(xs: list[float]) -> str:
+        return f"{min(xs):.2f}-{max(xs):.2f}" if min(xs) != max(xs) else f"{xs[0]:.2f}"
+
+    if n == 1:
+        verdict = "one RL seed: two checkpoints compared, not yet the methods"
+    elif g["p"] < 0.05 and apart:
+        verdict = f"{'better' if diff > 0 else 'worse'} than GRPO beyond the seed spread"
+    else:
+        verdict = "no difference beyond the seed spread"
+    return (
+        f"{stage['label']}: {diff:+.2f} ({span(mine)} against GRPO's {span(theirs)} over RL seed{'s' * (n > 1)} "
+        f"{', '.join(both)}; tasks +{g['wins']}/-{g['losses']}, p={g['p']:.2g}): {verdict}."
+    )
+
+
 def render_seed_comparison(rec: dict) -> str:
     """Held-out success per RL seed, mean (spread), the paired sign test against GRPO, then each seed method's
     mechanism metrics per seed (mean over the training iterations / the last iteration)."""
@@ -764,6 +796,9 @@ def render_seed_comparison(rec: dict) -> str:
             f"training seed: lessons that parse {per_sft_seed('lesson_parse_rate')}; reflections in their tags "
             f"{per_sft_seed('reflection_tagged_rate')}; validation success {per_sft_seed('success_rate')}.",
         ]
+    verdicts = [v for v in (seed_verdict(st, rec["stages"], head) for st in rec["stages"]) if v]
+    if verdicts:
+        lines += ["", f"Against GRPO at {head}, the RL seeds pooled:", "", *[f"- {v}" for v in verdicts]]
     if rec["pending"]:
         lines += ["", f"Not run yet: {', '.join(rec['pending'])}."]
     if any(st["mechanism"] for st in rec["stages"]):  # no table while no run with mechanism metrics has finished

@@ -201,6 +201,34 @@ def test_the_seed_comparison_block_shows_seeds_sign_tests_pending_runs_and_mecha
     assert lines[at - 1] == "" and lines[at - 2].startswith("| SFT+SEED | s1")  # after the held-out table, not in it
 
 
+def test_the_verdict_against_grpo_needs_the_sign_test_and_the_seed_ranges_apart(fig):
+    def stage(method: str, per_seed: dict, wins: int = 0, losses: int = 0, p: float = 1.0) -> dict:
+        g = {"rl_seeds": len(per_seed), "wins": wins, "losses": losses, "p": p}
+        return {"method": method, "label": f"SFT+{method.upper()}", "heldout": {"t0.4": {"per_seed": per_seed,
+                "against_grpo": g}}}  # fmt: skip
+
+    grpo = stage("grpo", {"1": 0.60, "2": 0.62, "3": 0.58})
+    apart = stage("erl", {"1": 0.70, "2": 0.72, "3": 0.69}, 30, 5, 0.00002)
+    overlapping = stage("seed", {"1": 0.70, "2": 0.61, "3": 0.69}, 30, 5, 0.00002)
+    chance = stage("sapo", {"1": 0.70, "2": 0.72, "3": 0.69}, 12, 8, 0.5)
+    one = stage("gigpo", {"1": 0.80}, 20, 2, 0.0001)
+    stages = [grpo, apart, overlapping, chance, one]
+    says = {st["method"]: fig.seed_verdict(st, stages, "t0.4") for st in stages}
+    assert says["grpo"] == ""  # GRPO is the reference, not a row of its own
+    assert says["erl"].endswith("better than GRPO beyond the seed spread.") and "+0.10" in says["erl"]
+    assert "0.69-0.72 against GRPO's 0.58-0.62 over RL seeds 1, 2, 3; tasks +30/-5" in says["erl"]
+    assert says["seed"].endswith("no difference beyond the seed spread.")  # p small, but a seed inside GRPO's range
+    assert says["sapo"].endswith("no difference beyond the seed spread.")  # ranges apart, p large
+    assert "not yet the methods" in says["gigpo"] and "over RL seed 1;" in says["gigpo"]
+    record = {"suite": "s", "sft": {"t0.4": 0.5}, "pending": [], "stages": stages, "command": "c", "date": "d",
+              "machine": "m", "versions": {"git_commit": "0123456789", "python": "3", "torch": "t",
+                                           "transformers": "tf"}}  # fmt: skip
+    for st in stages:
+        st.update(episodes_trained=None, s_per_iteration=None, mechanism={})
+    text = fig.render_seed_comparison(record)
+    assert f"- {says['erl']}" in text and "Against GRPO at t0.4, the RL seeds pooled:" in text
+
+
 def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
     phases = ("generation_s", "old_logprob_s", "ref_logprob_s", "critic_s", "update_s")
     ppo = dict(zip(phases, (45.0, 10.0, 5.0, 15.0, 25.0), strict=True), iteration_s=100.0, turns=80.0)
