@@ -710,11 +710,11 @@ MECHANISM_LABELS = {
 }
 
 
-def seed_verdict(stage: dict, stages: list[dict], temp: str) -> str:
+def seed_verdict(stage: dict, stages: list[dict], temp: str, short: bool = False) -> str:
     """One method against GRPO of the same RL seeds: the mean difference, both per-seed ranges, the pooled sign test,
     and whether the difference is beyond the seed spread -- the sign test's p < 0.05 *and* the two methods' per-seed
     ranges apart (the sign test pairs tasks, so it sees the task noise but not how much a method moves between RL
-    seeds). Empty for GRPO itself and for a method without a paired GRPO seed."""
+    seeds). ``short``: the verdict alone. Empty for GRPO itself and for a method without a paired GRPO seed."""
     grpo = next((st for st in stages if st["method"] == "grpo"), None)
     h = stage["heldout"].get(temp, {})
     g = h.get("against_grpo")
@@ -736,6 +736,8 @@ def seed_verdict(stage: dict, stages: list[dict], temp: str) -> str:
         verdict = f"{'better' if diff > 0 else 'worse'} than GRPO beyond the seed spread"
     else:
         verdict = "no difference beyond the seed spread"
+    if short:
+        return verdict
     return (
         f"{stage['label']}: {diff:+.2f} ({span(mine)} against GRPO's {span(theirs)} over RL seed{'s' * (n > 1)} "
         f"{', '.join(both)}; tasks +{g['wins']}/-{g['losses']}, p={g['p']:.2g}): {verdict}."
@@ -906,6 +908,8 @@ def render_seed_methods(
         if "mean" in grpo and method != "grpo":
             g = h["against_grpo"]
             text += f" against GRPO's {grpo['mean']:.2f} (tasks +{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g})"
+            verdict = seed_verdict(st, list(stages.values()), head, short=True)
+            text += f": {verdict}" if verdict else ""
         return text
 
     def last(method: str, key: str) -> str:
