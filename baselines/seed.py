@@ -238,6 +238,7 @@ class SeedTrainer(Trainer):
         self.lesson_writer = LessonWriter(analyse, max_retries=args.lesson_max_retries, then=then)
         self.sft_analyse = None  # the external analyser of the SFT stage (None: the policy's own)
         self.probe_metrics: dict[str, float] = {}
+        self.probe_pairs: list[dict[str, float]] = []  # the lesson probe's per-task pairs, last collection
         if args.analyser_model and not oracle and not args.no_sft and not self.sft_done:
             self.sft_analyse = self._external_analyser()
         self.task_subset: list[int] | None = None
@@ -452,12 +453,15 @@ class SeedTrainer(Trainer):
         """
         G = self.args.group_size
         picked: list[tuple[int, str]] = []
+        source: list[float] = []  # success of the episode each lesson was written about
         for g in range(len(tasks)):
             for e in range(g * G, min((g + 1) * G, len(rb.episodes))):
                 lesson = rb.episodes[e].extras.get("lesson")
                 if lesson:
                     picked.append((g, lesson))
+                    source.append(float(rb.episodes[e].success))
                     break
+        self.probe_pairs: list[dict[str, float]] = []
         if not picked:
             return {"seed/probe_tasks": 0.0}
         probe = self.rollout(
@@ -470,6 +474,11 @@ class SeedTrainer(Trainer):
         success = rb.episode_success()
         free = [float(np.mean(success[g * G : (g + 1) * G])) for g, _ in picked]
         cond = [float(ep.success) for ep in probe.episodes]
+        # per task, for a paired test over many tasks (tools/mechanism_probe.py --lessons)
+        self.probe_pairs = [
+            {"task": float(g), "conditioned": c, "free": f, "lesson_from_success": s}
+            for (g, _), c, f, s in zip(picked, cond, free, source, strict=True)
+        ]
         return {
             "seed/probe_tasks": float(len(picked)),
             "seed/lesson_conditioned_success": float(np.mean(cond)),

@@ -197,6 +197,32 @@ def test_mechanism_probe_measures_writing_erl_and_seed_on_a_trained_run(tmp_path
     assert out["seed"]["probe_tasks"] == 2.0
 
 
+def test_mechanism_probe_lessons_pairs_each_task_conditioned_against_its_lesson_free_rollouts(tmp_path):
+    """``--lessons``: one SEED collection with oracle lessons, one lesson-conditioned episode per task with a
+    lesson, paired with that task's lesson-free mean; split by the lesson's source episode."""
+    import mechanism_probe
+
+    _tiny_sft(tmp_path)
+    tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "group_size": 2, "dtype": "float32"}
+    out = mechanism_probe.lesson_effect("frozenlake", str(tmp_path / "sft"), tasks=3, own=False, overrides=tiny)
+    assert out["analyser"] == "oracle" and out["group_size"] == 2
+    assert len(out["pairs"]) == out["all"]["tasks"] == 3  # the oracle writes a lesson on every episode
+    assert out["lesson_from_failure"]["tasks"] + out["lesson_from_success"]["tasks"] == 3
+    for p in out["pairs"]:
+        assert p["conditioned"] in (0.0, 1.0) and p["free"] in (0.0, 0.5, 1.0)
+
+
+def test_paired_gain_is_the_mean_difference_with_its_sign_test():
+    import mechanism_probe
+
+    pairs = [{"conditioned": c, "free": f} for c, f in [(1, 0.5), (1, 0.25), (0, 0.5), (1, 1), (1, 0)]]
+    g = mechanism_probe.paired_gain(pairs)
+    assert g["tasks"] == 5 and (g["up"], g["down"]) == (3, 1)  # the tie is no evidence either way
+    assert abs(g["gain"] - (0.5 + 0.75 - 0.5 + 0 + 1) / 5) < 1e-12 and abs(g["p"] - 0.625) < 1e-12
+    assert g["conditioned"] == 0.8 and abs(g["free"] - 0.45) < 1e-12 and g["se"] > 0
+    assert mechanism_probe.paired_gain([])["gain"] is None
+
+
 def test_mechanism_probe_replays_the_sft_context_rows_with_and_without_their_text(tmp_path):
     """``--context-rows``: the SFT run's text-in-context rows rebuilt from its folder (as many as it trained on,
     reflections and lessons alternating by failed episode), each played greedily with and without its text."""

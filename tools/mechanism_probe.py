@@ -23,6 +23,10 @@ read-out ``z+ - z-`` is linear in the last hidden state at the state's last toke
 hidden states, cross-validated over episodes, is the best V any training of the two read-out rows can reach with the
 rest of the model as it is. Recorded beside the read-out's own correlation (random rows) at that point.
 
+``--lessons`` measures SEED's lesson effect alone, over many tasks and paired by task (``--tasks 256``): the
+lesson-conditioned episode's success minus the task's lesson-free mean, with its standard error and a sign test,
+split by whether the lesson was written about a failed or a successful episode.
+
 ``--context-rows`` measures instead whether the SFT run's own text-in-context rows needed their text: on each, the
 greedy move with the reflection or lesson in the prompt and without it, against the row's target.
 
@@ -42,6 +46,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
 CPU_CONFIGS = ROOT / "baselines" / "configs" / "cpu"
 ENVS = {"frozenlake": "agentgym/FrozenLakeNotSlippery-v0", "sokoban": "agentgym/Sokoban-v0"}
@@ -111,6 +116,56 @@ def probe(
         }
         out["time_seed_s"] = time.perf_counter() - t0
     return out
+
+
+def lesson_effect(
+    env: str, model: str, *, tasks: int, own: bool, seed: int = 1, overrides: dict | None = None
+) -> dict:
+    """SEED's lesson effect at the start of RL, over many tasks and paired by task: one SEED collection
+    (``seed_[oracle_]smollm2_ENV.yaml``, its group and temperature) on ``tasks`` held-out tasks, and for each task with
+    a lesson one more episode with the lesson in the prompt. Per task: that episode's success minus the mean success of
+    the task's lesson-free rollouts; the mean difference, its standard error, and the exact sign test over the tasks
+    where the two differ, for every lesson and split by whether the lesson was written about a failed episode."""
+    from agentgym.agent_io import seed_specs
+    from baselines import seed as seed_mod
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = CPU_CONFIGS / f"seed_{'' if own else 'oracle_'}smollm2_{env}.yaml"
+        tr = _trainer(seed_mod.SeedTrainer, seed_mod.Args, config, model, tmp, tasks, seed, overrides or {})
+        tr.collect(seed_specs(tasks, seed=PROBE_SEED + 20_000), seed=seed)
+        pairs = list(tr.probe_pairs)
+    out: dict = {"analyser": "policy" if own else "oracle", "tasks": tasks, "group_size": tr.args.group_size}
+    for name, keep in (
+        ("all", lambda p: True),
+        ("lesson_from_failure", lambda p: not p["lesson_from_success"]),
+        ("lesson_from_success", lambda p: bool(p["lesson_from_success"])),
+    ):
+        out[name] = paired_gain([p for p in pairs if keep(p)])
+    out["pairs"] = pairs
+    return out
+
+
+def paired_gain(pairs: list[dict[str, float]]) -> dict[str, float | int | None]:
+    """Mean of conditioned minus free over the pairs, its standard error, and the two-sided exact sign test."""
+    from cpu_table import sign_test  # the comparison's own test (tools/ is on the path)
+
+    diffs = [p["conditioned"] - p["free"] for p in pairs]
+    n = len(diffs)
+    if n == 0:
+        return {"tasks": 0, "conditioned": None, "free": None, "gain": None, "se": None, "up": 0, "down": 0, "p": None}
+    mean = sum(diffs) / n
+    se = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else None
+    up, down = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    return {
+        "tasks": n,
+        "conditioned": sum(p["conditioned"] for p in pairs) / n,
+        "free": sum(p["free"] for p in pairs) / n,
+        "gain": mean,
+        "se": se,
+        "up": up,
+        "down": down,
+        "p": sign_test(up, down),
+    }
 
 
 def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | None = None) -> dict:
@@ -358,6 +413,11 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: how well a linear read-out of the model's hidden state (SAPO's V, body fixed) predicts the "
         "return, cross-validated over --tasks episodes",
     )
+    p.add_argument(
+        "--lessons",
+        action="store_true",
+        help="instead: SEED's lesson effect alone at the start of RL on --tasks tasks, paired by task, with a sign test",
+    )
     p.add_argument("--out", default=None, help="write the record here (JSON)")
     opts = p.parse_args(argv)
     if not Path(opts.model).exists():
@@ -367,6 +427,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     if opts.context_rows:
         value = {"context_rows": context_reliance(opts.env, opts.model, seed=opts.seed)}
+    elif opts.lessons:
+        value = {"lessons": lesson_effect(opts.env, opts.model, tasks=opts.tasks, own=opts.own, seed=opts.seed)}
     elif opts.readout:
         value = {"readout": readout_ceiling(opts.env, opts.model, tasks=opts.tasks, seed=opts.seed)}
     else:
