@@ -1003,6 +1003,53 @@ CPU_PATH_BLOCKS = (
 )
 
 
+#: SEED's lesson effect at the start of RL over many tasks (tools/mechanism_probe.py --lessons): name -> record
+LESSON_EFFECTS = {
+    "frozenlake-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_oracle.json",
+    "frozenlake-self": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_self.json",
+}
+
+
+def render_lesson_effect(records: dict[str, dict]) -> str:
+    """Lesson-conditioned against lesson-free success, paired by task, per lesson source (privileged / the
+    model's own) and split by whether the lesson was written about a failed episode."""
+    lines = [
+        "| lessons | written about | tasks | lesson-conditioned | lesson-free | gain (SE) | tasks up / down | sign test p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    parts = {
+        "all": "any episode",
+        "lesson_from_failure": "a failed episode",
+        "lesson_from_success": "a solved episode",
+    }
+    for rec in records.values():
+        v = rec["value"]["lessons"]
+        who = "privileged (oracle)" if v["analyser"] == "oracle" else "the model's own"
+        for key, label in parts.items():
+            g = v[key]
+            if not g["tasks"]:
+                continue
+            se = "" if g["se"] is None else f" ({g['se']:.2f})"
+            lines.append(
+                f"| {who} | {label} | {g['tasks']} | {g['conditioned']:.2f} | {g['free']:.2f} | {g['gain']:+.2f}{se} "
+                f"| {g['up']} / {g['down']} | {g['p']:.2g} |"
+            )
+    first = next(iter(records.values()))
+    lines += [
+        "",
+        f"One SEED collection from the SFT checkpoint on held-out tasks (group of {first['value']['lessons']['group_size']} "
+        "lesson-free episodes each, the training temperature), then one episode with the lesson in the prompt per task "
+        "that got a lesson. Gain: that episode's success minus the mean of the task's lesson-free episodes, averaged "
+        "over tasks; the sign test counts the tasks where it is above or below.",
+        "",
+    ]
+    for rec in records.values():
+        v = rec["versions"]
+        lines.append(f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}).")
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
 def blocks() -> list[tuple[Path, str, str]]:
     """Every generated block: ``(file, marker name, its text from the committed records)``."""
     learning = json.loads(JSON.read_text())
@@ -1043,6 +1090,9 @@ def blocks() -> list[tuple[Path, str, str]]:
     for env, path in SEED_COMPARISONS.items():
         if path.exists():
             out.append((CPU_PAGE, f"seed-comparison-{env}", render_seed_comparison(json.loads(path.read_text()))))
+    effects = {name: json.loads(path.read_text()) for name, path in LESSON_EFFECTS.items() if path.exists()}
+    if effects:
+        out.append((CPU_PAGE, "seed-lesson-effect-frozenlake", render_lesson_effect(effects)))
     for env, path in READOUT_PROBES.items():
         if path.exists():
             out.append((CPU_PAGE, f"sapo-readout-probe-{env}", render_readout_probe(json.loads(path.read_text()))))

@@ -349,3 +349,24 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
     )
     assert "`python tools/cpu_table.py --sft mech_plans P`" in text
     assert "After RL from it" not in fig.render_seed_methods(probes, None, None)
+
+
+def test_the_lesson_effect_block_gives_the_paired_gain_per_lesson_source(fig):
+    def part(n, cond, free, up, down, p):
+        return {"tasks": n, "conditioned": cond, "free": free, "gain": cond - free, "se": 0.03, "up": up,
+                "down": down, "p": p}  # fmt: skip
+
+    empty = {"tasks": 0, "conditioned": None, "free": None, "gain": None, "se": None, "up": 0, "down": 0, "p": None}
+    record = {
+        "value": {"lessons": {"analyser": "oracle", "tasks": 256, "group_size": 4,
+                              "all": part(250, 0.8, 0.7, 60, 30, 0.002),
+                              "lesson_from_failure": part(100, 0.7, 0.4, 50, 10, 1e-7),
+                              "lesson_from_success": empty}},
+        "command": "python tools/mechanism_probe.py --lessons", "date": "2026-01-01", "machine": "m",
+        "versions": {"git_commit": "abcdef0123"},
+    }  # fmt: skip
+    text = fig.render_lesson_effect({"oracle": record})
+    assert "| privileged (oracle) | any episode | 250 | 0.80 | 0.70 | +0.10 (0.03) | 60 / 30 | 0.002 |" in text
+    assert "| privileged (oracle) | a failed episode | 100 | 0.70 | 0.40 | +0.30 (0.03) | 50 / 10 | 1e-07 |" in text
+    assert "a solved episode" not in text  # no task got its lesson from a solved episode: no row
+    assert "group of 4" in text and "`python tools/mechanism_probe.py --lessons` (at abcdef0" in text
