@@ -212,6 +212,20 @@ def test_mechanism_probe_lessons_pairs_each_task_conditioned_against_its_lesson_
         assert p["conditioned"] in (0.0, 1.0) and p["free"] in (0.0, 0.5, 1.0)
 
 
+def test_mechanism_probe_reflections_pairs_each_second_attempt_with_its_tasks_other_first_attempts(tmp_path):
+    import mechanism_probe
+
+    _tiny_sft(tmp_path)
+    tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "group_size": 2, "dtype": "float32"}
+    out = mechanism_probe.reflection_effect("frozenlake", str(tmp_path / "sft"), tasks=3, own=False, overrides=tiny)
+    assert out["tasks"] == 3 and out["reflector"] == "oracle"
+    n = out["failed_first_attempts"]
+    if n:  # a tiny random model fails most first attempts
+        assert out["paired"]["tasks"] == n and out["paired"]["conditioned"] == out["second_success"]
+        assert abs(out["paired"]["free"] - out["first_success_same_tasks"]) < 1e-12
+        assert out["second_solved"] + out["second_same_mistake"] + out["second_other_mistake"] == n
+
+
 def test_paired_gain_is_the_mean_difference_with_its_sign_test():
     import mechanism_probe
 

@@ -25,7 +25,9 @@ rest of the model as it is. Recorded beside the read-out's own correlation (rand
 
 ``--lessons`` measures SEED's lesson effect alone, over many tasks and paired by task (``--tasks 256``): the
 lesson-conditioned episode's success minus the task's lesson-free mean, with its standard error and a sign test,
-split by whether the lesson was written about a failed or a successful episode.
+split by whether the lesson was written about a failed or a successful episode. ``--reflections`` measures ERL's
+step 2 alone the same way: each second attempt against its task's other first attempts, with the first-move and
+outcome counts of the full probe.
 
 ``--context-rows`` measures instead whether the SFT run's own text-in-context rows needed their text: on each, the
 greedy move with the reflection or lesson in the prompt and without it, against the row's target.
@@ -86,22 +88,7 @@ def probe(
             out["writing"] = sft.analysis_metrics(
                 tr.generator, tr.tokenizer, eps, system_prompt=tr.template.system_prompt, max_new_tokens=160
             )
-        specs = seed_specs(tasks, seed=PROBE_SEED + 10_000)
-        exp = tr.experience(specs, seed=seed)
-        G = tr.args.group_size
-        firsts = [float(ep.success) for ep in exp.first.episodes]
-        same = [erl.other_attempts_success(firsts, e, G) for e in exp.failed] if G > 1 else []
-        seconds = [float(ep.success) for ep in exp.second.episodes] if exp.second else []
-        out["erl"] = {
-            "reflector": "policy" if own else "oracle",
-            "first_success": sum(firsts) / len(firsts),
-            "failed_first_attempts": len(exp.failed),
-            "second_success": sum(seconds) / len(seconds) if seconds else None,
-            "first_success_same_tasks": sum(same) / len(same) if same else None,
-            "reflections": [exp.reflections[e] for e in exp.failed[:3]],
-            **first_move_fixes(exp.first.episodes, exp.failed, exp.second.episodes if exp.second else [], G),
-            **second_attempt_outcomes(exp.first.episodes, exp.failed, exp.second.episodes if exp.second else []),
-        }
+        out["erl"] = erl_step(tr, seed_specs(tasks, seed=PROBE_SEED + 10_000), own=own, seed=seed)
         out["time_erl_s"] = time.perf_counter() - t0
         del tr
         t0 = time.perf_counter()
@@ -116,6 +103,45 @@ def probe(
         }
         out["time_seed_s"] = time.perf_counter() - t0
     return out
+
+
+def erl_step(tr, specs: list, *, own: bool, seed: int) -> dict:
+    """One ERL experience step on ``specs``: first attempts (the config's group per task), a reflection on each
+    failure, the second attempts. Second-attempt success against the first-attempt success of the same tasks -- in
+    the mean and paired by failed attempt (its second attempt against its task's other first attempts:
+    :func:`paired_gain`) -- where the second attempts' first moves go, and where they end."""
+    from baselines import erl
+
+    exp = tr.experience(specs, seed=seed)
+    G = tr.args.group_size
+    firsts = [float(ep.success) for ep in exp.first.episodes]
+    same = [erl.other_attempts_success(firsts, e, G) for e in exp.failed] if G > 1 else []
+    seconds = [float(ep.success) for ep in exp.second.episodes] if exp.second else []
+    return {
+        "reflector": "policy" if own else "oracle",
+        "first_success": sum(firsts) / len(firsts),
+        "failed_first_attempts": len(exp.failed),
+        "second_success": sum(seconds) / len(seconds) if seconds else None,
+        "first_success_same_tasks": sum(same) / len(same) if same else None,
+        "paired": paired_gain([{"conditioned": c, "free": f} for c, f in zip(seconds, same)]) if same else None,
+        "reflections": [exp.reflections[e] for e in exp.failed[:3]],
+        **first_move_fixes(exp.first.episodes, exp.failed, exp.second.episodes if exp.second else [], G),
+        **second_attempt_outcomes(exp.first.episodes, exp.failed, exp.second.episodes if exp.second else []),
+    }
+
+
+def reflection_effect(
+    env: str, model: str, *, tasks: int, own: bool, seed: int = 1, overrides: dict | None = None
+) -> dict:
+    """ERL's reflection effect alone over many tasks (:func:`erl_step` on ``tasks`` held-out tasks, reset seeds
+    apart from the full probe's)."""
+    from agentgym.agent_io import seed_specs
+    from baselines import erl
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = CPU_CONFIGS / f"erl_{'' if own else 'oracle_'}smollm2_{env}.yaml"
+        tr = _trainer(erl.ErlTrainer, erl.Args, config, model, tmp, tasks, seed, overrides or {})
+        return {"tasks": tasks, **erl_step(tr, seed_specs(tasks, seed=PROBE_SEED + 30_000), own=own, seed=seed)}
 
 
 def lesson_effect(
@@ -418,6 +444,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="instead: SEED's lesson effect alone at the start of RL on --tasks tasks, paired by task, with a sign test",
     )
+    p.add_argument(
+        "--reflections",
+        action="store_true",
+        help="instead: ERL's reflection effect alone on --tasks tasks, each second attempt paired with its task's "
+        "other first attempts, with a sign test",
+    )
     p.add_argument("--out", default=None, help="write the record here (JSON)")
     opts = p.parse_args(argv)
     if not Path(opts.model).exists():
@@ -427,6 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     if opts.context_rows:
         value = {"context_rows": context_reliance(opts.env, opts.model, seed=opts.seed)}
+    elif opts.reflections:
+        value = {
+            "reflections": reflection_effect(opts.env, opts.model, tasks=opts.tasks, own=opts.own, seed=opts.seed)
+        }
     elif opts.lessons:
         value = {"lessons": lesson_effect(opts.env, opts.model, tasks=opts.tasks, own=opts.own, seed=opts.seed)}
     elif opts.readout:
