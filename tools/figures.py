@@ -1003,44 +1003,56 @@ CPU_PATH_BLOCKS = (
 )
 
 
-#: SEED's lesson effect at the start of RL over many tasks (tools/mechanism_probe.py --lessons): name -> record
-LESSON_EFFECTS = {
-    "frozenlake-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_oracle.json",
-    "frozenlake-self": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_self.json",
+#: the seed mechanisms' effect at the start of RL over many tasks, paired (tools/mechanism_probe.py --lessons /
+#: --reflections): name -> record
+PAIRED_EFFECTS = {
+    "seed-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_oracle.json",
+    "seed-self": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_self.json",
+    "erl-plans-oracle": ROOT / "docs" / "records" / "erl_reflection_effect_frozenlake_plans_oracle.json",
 }
 
 
-def render_lesson_effect(records: dict[str, dict]) -> str:
-    """Lesson-conditioned against lesson-free success, paired by task, per lesson source (privileged / the
-    model's own) and split by whether the lesson was written about a failed episode."""
+def render_paired_effects(records: dict[str, dict]) -> str:
+    """With the text against without it on the same tasks, paired: SEED's lesson-conditioned episode against the
+    task's lesson-free episodes (split by whether the lesson was written about a failed episode), ERL's second
+    attempt against its task's other first attempts."""
     lines = [
-        "| lessons | written about | tasks | lesson-conditioned | lesson-free | gain (SE) | tasks up / down | sign test p |",
+        "| mechanism | text | pairs | with the text | without | gain (SE) | pairs up / down | sign test p |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    parts = {
-        "all": "any episode",
-        "lesson_from_failure": "a failed episode",
-        "lesson_from_success": "a solved episode",
-    }
+
+    def row(mechanism: str, text: str, g: dict) -> str:
+        se = "" if g["se"] is None else f" ({g['se']:.2f})"
+        return (
+            f"| {mechanism} | {text} | {g['tasks']} | {g['conditioned']:.2f} | {g['free']:.2f} | {g['gain']:+.2f}{se} "
+            f"| {g['up']} / {g['down']} | {g['p']:.2g} |"
+        )
+
     for rec in records.values():
-        v = rec["value"]["lessons"]
-        who = "privileged (oracle)" if v["analyser"] == "oracle" else "the model's own"
-        for key, label in parts.items():
-            g = v[key]
-            if not g["tasks"]:
-                continue
-            se = "" if g["se"] is None else f" ({g['se']:.2f})"
-            lines.append(
-                f"| {who} | {label} | {g['tasks']} | {g['conditioned']:.2f} | {g['free']:.2f} | {g['gain']:+.2f}{se} "
-                f"| {g['up']} / {g['down']} | {g['p']:.2g} |"
-            )
-    first = next(iter(records.values()))
+        model = "plan-reading SFT" if "mech_plans" in rec["model"] else "lesson/reflection SFT"
+        if "lessons" in rec["value"]:
+            v = rec["value"]["lessons"]
+            who = "privileged" if v["analyser"] == "oracle" else "own"
+            parts = {
+                "all": "",
+                "lesson_from_failure": ", about a failed episode",
+                "lesson_from_success": ", about a solved one",
+            }
+            for key, label in parts.items():
+                if v[key]["tasks"]:
+                    lines.append(row(f"SEED, {model}", f"{who} lesson{label}", v[key]))
+        else:
+            v = rec["value"]["reflections"]
+            if v.get("paired") and v["paired"]["tasks"]:
+                who = "privileged" if v["reflector"] == "oracle" else "own"
+                lines.append(row(f"ERL, {model}", f"{who} reflection", v["paired"]))
     lines += [
         "",
-        f"One SEED collection from the SFT checkpoint on held-out tasks (group of {first['value']['lessons']['group_size']} "
-        "lesson-free episodes each, the training temperature), then one episode with the lesson in the prompt per task "
-        "that got a lesson. Gain: that episode's success minus the mean of the task's lesson-free episodes, averaged "
-        "over tasks; the sign test counts the tasks where it is above or below.",
+        "SEED: one collection from the SFT checkpoint (the config's group of lesson-free episodes per task, at the "
+        "training temperature), then one episode with the lesson in the prompt for each task that got one; a pair is "
+        "that episode against the mean of its task's lesson-free episodes. ERL: one experience step; a pair is a "
+        "failed first attempt's second attempt (the reflection in the prompt) against the task's other first "
+        "attempts. Gain: the mean difference over the pairs; the sign test counts the pairs above and below.",
         "",
     ]
     for rec in records.values():
@@ -1090,9 +1102,9 @@ def blocks() -> list[tuple[Path, str, str]]:
     for env, path in SEED_COMPARISONS.items():
         if path.exists():
             out.append((CPU_PAGE, f"seed-comparison-{env}", render_seed_comparison(json.loads(path.read_text()))))
-    effects = {name: json.loads(path.read_text()) for name, path in LESSON_EFFECTS.items() if path.exists()}
+    effects = {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()}
     if effects:
-        out.append((CPU_PAGE, "seed-lesson-effect-frozenlake", render_lesson_effect(effects)))
+        out.append((CPU_PAGE, "paired-effects-frozenlake", render_paired_effects(effects)))
     for env, path in READOUT_PROBES.items():
         if path.exists():
             out.append((CPU_PAGE, f"sapo-readout-probe-{env}", render_readout_probe(json.loads(path.read_text()))))

@@ -351,22 +351,33 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
     assert "After RL from it" not in fig.render_seed_methods(probes, None, None)
 
 
-def test_the_lesson_effect_block_gives_the_paired_gain_per_lesson_source(fig):
+def test_the_paired_effects_block_gives_the_gain_per_mechanism_and_text(fig):
     def part(n, cond, free, up, down, p):
         return {"tasks": n, "conditioned": cond, "free": free, "gain": cond - free, "se": 0.03, "up": up,
                 "down": down, "p": p}  # fmt: skip
 
     empty = {"tasks": 0, "conditioned": None, "free": None, "gain": None, "se": None, "up": 0, "down": 0, "p": None}
-    record = {
+    meta = {"date": "2026-01-01", "machine": "m", "versions": {"git_commit": "abcdef0123"}}
+    lessons = {
         "value": {"lessons": {"analyser": "oracle", "tasks": 256, "group_size": 4,
                               "all": part(250, 0.8, 0.7, 60, 30, 0.002),
                               "lesson_from_failure": part(100, 0.7, 0.4, 50, 10, 1e-7),
                               "lesson_from_success": empty}},
-        "command": "python tools/mechanism_probe.py --lessons", "date": "2026-01-01", "machine": "m",
-        "versions": {"git_commit": "abcdef0123"},
+        "model": "runs/mech/sft_smollm2_frozenlake_mech", "command": "python tools/mechanism_probe.py --lessons", **meta,
     }  # fmt: skip
-    text = fig.render_lesson_effect({"oracle": record})
-    assert "| privileged (oracle) | any episode | 250 | 0.80 | 0.70 | +0.10 (0.03) | 60 / 30 | 0.002 |" in text
-    assert "| privileged (oracle) | a failed episode | 100 | 0.70 | 0.40 | +0.30 (0.03) | 50 / 10 | 1e-07 |" in text
-    assert "a solved episode" not in text  # no task got its lesson from a solved episode: no row
-    assert "group of 4" in text and "`python tools/mechanism_probe.py --lessons` (at abcdef0" in text
+    reflections = {
+        "value": {"reflections": {"reflector": "oracle", "tasks": 256, "paired": part(200, 0.31, 0.27, 40, 30, 0.28)}},
+        "model": "runs/mech_plans/sft_smollm2_frozenlake_mech_plans", "command": "python tools/mechanism_probe.py --reflections",
+        **meta,
+    }  # fmt: skip
+    text = fig.render_paired_effects({"l": lessons, "r": reflections})
+    assert (
+        "| SEED, lesson/reflection SFT | privileged lesson | 250 | 0.80 | 0.70 | +0.10 (0.03) | 60 / 30 | 0.002 |"
+        in text
+    )
+    assert "| SEED, lesson/reflection SFT | privileged lesson, about a failed episode | 100 | 0.70 | 0.40 |" in text
+    assert "about a solved one" not in text  # no task got its lesson from a solved episode: no row
+    assert (
+        "| ERL, plan-reading SFT | privileged reflection | 200 | 0.31 | 0.27 | +0.04 (0.03) | 40 / 30 | 0.28 |" in text
+    )
+    assert "`python tools/mechanism_probe.py --lessons` (at abcdef0" in text and "--reflections` (at" in text
