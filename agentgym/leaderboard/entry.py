@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import gzip
+import hashlib
 import importlib.util
 import json
 import re
@@ -287,10 +288,13 @@ def slugify(text: str) -> str:
 
 
 def entry_slug(data: Mapping[str, Any]) -> str:
-    """``<suite>-<agent name>-<date>``, made filesystem- and URL-safe."""
+    """``<suite>-<agent name>-<date>``, made filesystem- and URL-safe. A name longer than 40 characters keeps its
+    first 33 and a 6-digit hash of the whole name, so two agents whose names differ only in their tails (``... seed
+    1``, ``... seed 2``) never share an entry folder."""
     agent = data.get("agent", {})
     suite = slugify(str(data.get("suite", {}).get("name", "suite")))[:30]
-    name = slugify(str(agent.get("name", "agent")))[:40].strip("-")
+    full = re.sub(r"[^a-z0-9]+", "-", str(agent.get("name", "agent")).lower()).strip("-") or "agent"
+    name = full if len(full) <= 40 else f"{full[:33].strip('-')}-{hashlib.sha256(full.encode()).hexdigest()[:6]}"
     date = slugify(str(agent.get("date", "")))[:10]
     return "-".join(p for p in (suite, name, date) if p)  # the date survives long names
 

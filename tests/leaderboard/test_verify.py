@@ -326,3 +326,16 @@ def test_damaged_archive_is_rejected(tmp_path, fmt):
     p = tmp_path / f"bad.{fmt}"
     p.write_bytes(b"PK\x03\x04garbage" if fmt == "zip" else b"\0" * 100)
     assert errors_of(p)
+
+
+def test_entry_folders_of_long_names_that_differ_only_in_their_tails_never_collide():
+    from agentgym.leaderboard.entry import entry_slug
+
+    def slug(name: str) -> str:
+        return entry_slug({"suite": {"name": "frozenlake-notslippery"}, "agent": {"name": name, "date": "2026-12-06"}})
+
+    long = "SmolLM2-135M SFT with lessons and reflections+SEED seed {} (CPU table)"
+    slugs = {slug(long.format(s)) for s in (1, 2, 3)}
+    assert len(slugs) == 3 and all(s.endswith("-2026-12-06") and len(s) <= 30 + 41 + 11 for s in slugs)
+    assert slug(long.format(1)) == slug(long.format(1))  # the same agent resubmitted replaces its own entry
+    assert slug("Random agent") == "frozenlake-notslippery-random-agent-2026-12-06"  # short names as before
