@@ -221,6 +221,8 @@ def collect_cpu_table(entries: Path = ENTRIES) -> dict:
         if not name.endswith("(CPU table)"):
             continue
         stage = name.removeprefix("SmolLM2-135M ").removesuffix(" (CPU table)")
+        if stage.startswith("SFT with "):  # the seed-method comparisons' entries (their SFT start is another)
+            continue  # rendered from their own records (SEED_COMPARISONS)
         m = re.search(r" seed (\d+)$", stage)
         seed = int(m.group(1)) if m else None
         stage = stage[: m.start()] if m else stage
@@ -686,9 +688,6 @@ def render_context_rows(records: dict[str, dict]) -> str:
 #: the seed methods' RL comparison from the lesson/reflection SFT (tools/cpu_table.py --sft mech --record ...)
 SEED_COMPARISONS = {
     "frozenlake": ROOT / "docs" / "records" / "cpu_mech_frozenlake.json",
-    # the comparison rerun into its archive (docs/records/runs/cpu_mech_frozenlake/), as far as it holds runs: it
-    # replaces the record above once it holds every run
-    "frozenlake-archive": ROOT / "docs" / "records" / "cpu_mech_frozenlake_archive.json",
     # the same comparison from the plan-reading SFT recipe (tools/cpu_table.py --sft mech_plans)
     "frozenlake-plans": ROOT / "docs" / "records" / "cpu_mech_plans_frozenlake.json",
 }
@@ -734,6 +733,8 @@ def seed_verdict(stage: dict, stages: list[dict], temp: str, short: bool = False
         verdict = "one RL seed: two checkpoints compared, not yet the methods"
     elif g["p"] < 0.05 and apart:
         verdict = f"{'better' if diff > 0 else 'worse'} than GRPO beyond the seed spread"
+    elif g["p"] < 0.05:  # the tasks say one thing, a seed of each says the other
+        verdict = f"{'better' if diff > 0 else 'worse'} on the pooled tasks, but within the seed spread"
     else:
         verdict = "no difference beyond the seed spread"
     if short:
@@ -907,14 +908,19 @@ def render_seed_methods(
         text = f"after RL ({seeds} seed{'s' * (seeds > 1)}): held-out {h['mean']:.2f}"
         if "mean" in grpo and method != "grpo":
             g = h["against_grpo"]
-            text += f" against GRPO's {grpo['mean']:.2f} (tasks +{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g})"
+            same = [grpo["per_seed"][s] for s in h["per_seed"] if s in grpo["per_seed"]]  # GRPO of the same seeds
+            text += (
+                f" against GRPO's {sum(same) / len(same):.2f} (tasks +{g['wins']}/-{g['losses']}, sign test "
+                f"p={g['p']:.2g})"
+            )
             verdict = seed_verdict(st, list(stages.values()), head, short=True)
             text += f": {verdict}" if verdict else ""
         return text
 
     def last(method: str, key: str) -> str:
+        """Per seed: the mean over the training iterations / the last iteration."""
         f = stages.get(method, {}).get("mechanism", {}).get(key)
-        return ", ".join(f"{x:.2f}" for x in f["last"]) if f else "n/a"
+        return ", ".join(f"{m:.2f} / {x:.2f}" for m, x in zip(f["mean"], f["last"], strict=True)) if f else "n/a"
 
     plans_erl = plans_seed = ""
     if PLANS_PROBE in probes:  # the recipe whose text-in-context rows need their text
@@ -955,15 +961,18 @@ def render_seed_methods(
         f"{pct(oracle['seed']['lesson_free_success'])} to {pct(oracle['seed']['lesson_conditioned_success'])}; the "
         f"model's own lessons parse {pct(own['seed']['lesson_parse_rate'])} of the time and give "
         f"{pct(own['seed']['lesson_conditioned_success'])} against {pct(own['seed']['lesson_free_success'])}. "
-        f"Own lessons during RL parse (last iteration, per seed): {last('seed', 'seed/lesson_parse_rate')}; "
+        f"Own lessons during RL parse (per seed, mean over iterations / last): {last('seed', 'seed/lesson_parse_rate')}; "
+        f"lesson-conditioned minus lesson-free success during RL: {last('seed', 'seed/lesson_gap')}; "
         f"{after_rl('seed')}; with privileged lessons, {after_rl('seed-oracle')}.{plans_seed}",
         f"- **ERL**: before RL, with the privileged reflection second attempts succeed "
         f"{pct(oracle['erl']['second_success'])} against {pct(oracle['erl']['first_success_same_tasks'])} for the same "
         f"tasks' other first attempts (own reflections: {pct(own['erl']['second_success'])}): the policy does not act "
-        f"on the reflection (see the CPU page for why). Own reflections in their tags during RL (last iteration, per "
-        f"seed): {last('erl', 'erl/reflection_tagged_rate')}; {after_rl('erl')}; with privileged reflections, "
+        f"on the reflection (see the CPU page for why). Own reflections in their tags during RL (per seed, mean over "
+        f"iterations / last): {last('erl', 'erl/reflection_tagged_rate')}; second- minus first-attempt success on the "
+        f"same tasks during RL: {last('erl', 'erl/second_minus_first_same_tasks')}; {after_rl('erl')}; with privileged "
+        f"reflections, "
         f"{after_rl('erl-oracle')}.{plans_erl}",
-        f"- **SAPO**: correlation of the V read-out with the realised returns at the last iteration, per seed: "
+        f"- **SAPO**: correlation of the V read-out with the realised returns (per seed, mean over iterations / last): "
         f"{last('sapo', 'sapo/value_return_corr')}; {after_rl('sapo')}.",
     ]
     if sapo_time is not None:
