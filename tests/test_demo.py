@@ -43,6 +43,21 @@ def test_table_averages_a_stage_over_its_seed_folders_and_draws_the_curves(tmp_p
     assert png.stat().st_size > 10_000
 
 
+def test_the_curves_draw_one_line_per_method_the_mean_over_its_seeds(tmp_path, monkeypatch):
+    drawn = []
+    monkeypatch.setattr(demo, "_save", lambda fig, path: drawn.append(fig) or path)
+
+    def hist(*succ):
+        return [{"iteration": i + 1, "charts/success_rate": v} for i, v in enumerate(succ)]
+
+    row = {"success_rate": 0.5, "invalid_rate": 0.0, "episodes": 100}
+    curves = {"grpo_s1": hist(0.2, 0.4), "grpo_s2": hist(0.4, 0.6), "sapo_s1": hist(0.5, 0.5)}
+    demo.plot_stages([("sft", row), ("sft-grpo", row)], curves, tmp_path / "c.png")
+    lines = drawn[0].axes[1].get_lines()
+    assert [ln.get_label() for ln in lines] == ["grpo (2 seeds)", "sapo"]
+    assert list(lines[0].get_ydata()) == pytest.approx([0.3, 0.5]) and list(lines[1].get_ydata()) == [0.5, 0.5]
+
+
 def test_cpu_table_reads_episodes_and_iteration_time_from_the_runs_and_names_entries(tmp_path):
     import cpu_table
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import re
 import shutil
 import sys
 import time
@@ -408,7 +409,8 @@ def heldout_table(subs: list[str], curves: list[str], png: Path | None, env: str
 
 def plot_stages(stages: list[tuple[str, dict]], curves: dict[str, list[dict]], path: Path, env: str = ENV) -> Path:
     """Held-out success and invalid rate per stage (``spread`` in a row: the seeds' half-range, drawn as an error
-    bar), and each RL run's per-iteration training success (``curves``: label -> its ``metrics.jsonl`` rows)."""
+    bar), and each RL method's per-iteration training success (``curves``: run label -> its ``metrics.jsonl`` rows;
+    the runs ``NAME_s1``, ``NAME_s2`` ... are one method: the mean over its seeds, their range shaded)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -425,9 +427,20 @@ def plot_stages(stages: list[tuple[str, dict]], curves: dict[str, list[dict]], p
     axes[0].set_ylim(0, 1.02)
     axes[0].set_title(f"held-out seeds ({stages[0][1]['episodes']} episodes)")
     axes[0].legend()
+    # the RL seeds of one method (``..._s1``, ``..._s2``) as one curve: their mean per iteration, the range shaded
+    methods: dict[str, list[list[dict]]] = {}
     for label, hist in curves.items():
-        axes[1].plot([r["iteration"] for r in hist], [r["charts/success_rate"] for r in hist], "o-", label=label)
-    if len(curves) > 1:
+        methods.setdefault(re.sub(r"_s\d+$", "", label), []).append(hist)
+    for label, hists in methods.items():
+        its = sorted(set.intersection(*[{r["iteration"] for r in h} for h in hists]))
+        vals = [[next(r["charts/success_rate"] for r in h if r["iteration"] == i) for h in hists] for i in its]
+        name = label if len(hists) == 1 else f"{label} ({len(hists)} seeds)"
+        (line,) = axes[1].plot(its, [sum(v) / len(v) for v in vals], "o-", label=name)
+        if len(hists) > 1:
+            axes[1].fill_between(
+                its, [min(v) for v in vals], [max(v) for v in vals], color=line.get_color(), alpha=0.12
+            )
+    if len(methods) > 1:
         axes[1].legend(fontsize=7, ncol=2)
     axes[1].set_ylim(-0.02, 1.02)
     axes[1].set_xlabel("RL iteration (from the SFT model)")
