@@ -241,14 +241,24 @@ def test_mechanism_probe_reflections_pairs_each_second_attempt_with_its_tasks_ot
         assert out["second_solved"] + out["second_same_mistake"] + out["second_other_mistake"] == n
 
 
-def test_paired_gain_is_the_mean_difference_with_its_sign_test():
+def test_paired_gain_tests_the_mean_difference_not_the_signs():
+    import math
+    import statistics
+
     import mechanism_probe
 
     pairs = [{"conditioned": c, "free": f} for c, f in [(1, 0.5), (1, 0.25), (0, 0.5), (1, 1), (1, 0)]]
     g = mechanism_probe.paired_gain(pairs)
-    assert g["tasks"] == 5 and (g["up"], g["down"]) == (3, 1)  # the tie is no evidence either way
-    assert abs(g["gain"] - (0.5 + 0.75 - 0.5 + 0 + 1) / 5) < 1e-12 and abs(g["p"] - 0.625) < 1e-12
-    assert g["conditioned"] == 0.8 and abs(g["free"] - 0.45) < 1e-12 and g["se"] > 0
+    diffs = [0.5, 0.75, -0.5, 0.0, 1.0]
+    assert g["tasks"] == 5 and (g["up"], g["down"]) == (3, 1)
+    se = statistics.stdev(diffs) / math.sqrt(5)
+    assert g["gain"] == pytest.approx(statistics.mean(diffs)) and g["se"] == pytest.approx(se)
+    assert g["p"] == pytest.approx(math.erfc(statistics.mean(diffs) / se / math.sqrt(2)))
+    assert g["conditioned"] == 0.8 and g["free"] == pytest.approx(0.45)
+    # no effect on tasks solved 3 times in 4: most pairs are +0.25, a few -0.75, and the mean is zero -- no gain
+    null = [{"conditioned": 1.0, "free": 0.75}] * 75 + [{"conditioned": 0.0, "free": 0.75}] * 25
+    g = mechanism_probe.paired_gain(null)
+    assert (g["up"], g["down"]) == (75, 25) and g["gain"] == pytest.approx(0.0) and g["p"] == pytest.approx(1.0)
     assert mechanism_probe.paired_gain([])["gain"] is None
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))  # mechanism_probe.paired_gain: the paired blocks compute as the probe does
 
 README = ROOT / "docs" / "results" / "learning-checks.md"  # the page with the per-seed learning tables
 JSON = ROOT / "docs" / "figures" / "learning.json"
@@ -888,6 +889,7 @@ def render_seed_methods(
     sapo_time: dict | None,
     readout: dict | None = None,
     plans: dict | None = None,
+    effects: dict[str, dict] | None = None,
 ) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
     SmolLM2-135M, CPU): the probe before RL (privileged and own text), then, per method, the RL comparison's
@@ -922,7 +924,17 @@ def render_seed_methods(
         f = stages.get(method, {}).get("mechanism", {}).get(key)
         return ", ".join(f"{m:.2f} / {x:.2f}" for m, x in zip(f["mean"], f["last"], strict=True)) if f else "n/a"
 
-    plans_erl = plans_seed = ""
+    plans_erl = plans_seed = lesson_pairs = ""
+    lessons = (effects or {}).get("seed-oracle")
+    if lessons:  # the same question over more tasks, paired by task (tools/mechanism_probe.py --lessons)
+        from mechanism_probe import paired_gain
+
+        pairs = lessons["value"]["lessons"]["pairs"]
+        g, f = paired_gain(pairs), paired_gain([p for p in pairs if not p["lesson_from_success"]])
+        lesson_pairs = (
+            f"; over {g['tasks']} tasks, paired by task, the gain is {g['gain']:+.2f} (SE {g['se']:.2f}, p={g['p']:.2g}), "
+            f"{f['gain']:+.2f} (SE {f['se']:.2f}, p={f['p']:.2g}) where the lesson is about a failed episode"
+        )
     if PLANS_PROBE in probes:  # the recipe whose text-in-context rows need their text
         e, sd = probes[PLANS_PROBE]["value"]["erl"], probes[PLANS_PROBE]["value"]["seed"]
         plans_erl = (
@@ -957,8 +969,9 @@ def render_seed_methods(
             f"{pct(sd['lesson_free_success'])} lesson-free."
         )
     lines = [
-        f"- **SEED**: before RL, privileged lessons lift success on the same tasks from "
-        f"{pct(oracle['seed']['lesson_free_success'])} to {pct(oracle['seed']['lesson_conditioned_success'])}; the "
+        f"- **SEED**: before RL, on {oracle['seed']['probe_tasks']:.0f} tasks, privileged lessons gave "
+        f"{pct(oracle['seed']['lesson_conditioned_success'])} against {pct(oracle['seed']['lesson_free_success'])} "
+        f"lesson-free on the same tasks{lesson_pairs}; the "
         f"model's own lessons parse {pct(own['seed']['lesson_parse_rate'])} of the time and give "
         f"{pct(own['seed']['lesson_conditioned_success'])} against {pct(own['seed']['lesson_free_success'])}. "
         f"Own lessons during RL parse (per seed, mean over iterations / last): {last('seed', 'seed/lesson_parse_rate')}; "
@@ -991,6 +1004,7 @@ def render_seed_methods(
     cmds += [sapo_time["command"]] if sapo_time else []
     cmds += [readout["command"]] if readout else []
     cmds += [plans["command"]] if plans else []
+    cmds += [e["command"] for e in (effects or {}).values()]
     v = probes["privileged (oracle) text"]["versions"]
     lines += [
         "",
@@ -1026,7 +1040,7 @@ def render_paired_effects(records: dict[str, dict]) -> str:
     task's lesson-free episodes (split by whether the lesson was written about a failed episode), ERL's second
     attempt against its task's other first attempts."""
     lines = [
-        "| mechanism | text | pairs | with the text | without | gain (SE) | pairs up / down | sign test p |",
+        "| mechanism | text | pairs | with the text | without | gain (SE) | pairs up / down | p (no gain) |",
         "|---|---|---|---|---|---|---|---|",
     ]
 
@@ -1034,34 +1048,40 @@ def render_paired_effects(records: dict[str, dict]) -> str:
         se = "" if g["se"] is None else f" ({g['se']:.2f})"
         return (
             f"| {mechanism} | {text} | {g['tasks']} | {g['conditioned']:.2f} | {g['free']:.2f} | {g['gain']:+.2f}{se} "
-            f"| {g['up']} / {g['down']} | {g['p']:.2g} |"
+            f"| {g['up']} / {g['down']} | {'n/a' if g['p'] is None else format(g['p'], '.2g')} |"
         )
+
+    from mechanism_probe import paired_gain  # the statistics from the recorded pairs, as the probe computes them
 
     for rec in records.values():
         model = "plan-reading SFT" if "mech_plans" in rec["model"] else "lesson/reflection SFT"
         if "lessons" in rec["value"]:
             v = rec["value"]["lessons"]
             who = "privileged" if v["analyser"] == "oracle" else "own"
-            parts = {
-                "all": "",
-                "lesson_from_failure": ", about a failed episode",
-                "lesson_from_success": ", about a solved one",
-            }
-            for key, label in parts.items():
-                if v[key]["tasks"]:
-                    lines.append(row(f"SEED, {model}", f"{who} lesson{label}", v[key]))
+            parts = (
+                ("", lambda p: True),
+                (", about a failed episode", lambda p: not p["lesson_from_success"]),
+                (", about a solved one", lambda p: bool(p["lesson_from_success"])),
+            )
+            for label, keep in parts:
+                g = paired_gain([p for p in v["pairs"] if keep(p)])
+                if g["tasks"]:
+                    lines.append(row(f"SEED, {model}", f"{who} lesson{label}", g))
         else:
             v = rec["value"]["reflections"]
-            if v.get("paired") and v["paired"]["tasks"]:
+            g = paired_gain(v["pairs"])
+            if g["tasks"]:
                 who = "privileged" if v["reflector"] == "oracle" else "own"
-                lines.append(row(f"ERL, {model}", f"{who} reflection", v["paired"]))
+                lines.append(row(f"ERL, {model}", f"{who} reflection", g))
     lines += [
         "",
         "SEED: one collection from the SFT checkpoint (the config's group of lesson-free episodes per task, at the "
         "training temperature), then one episode with the lesson in the prompt for each task that got one; a pair is "
         "that episode against the mean of its task's lesson-free episodes. ERL: one experience step; a pair is a "
         "failed first attempt's second attempt (the reflection in the prompt) against the task's other first "
-        "attempts. Gain: the mean difference over the pairs; the sign test counts the pairs above and below.",
+        "attempts. Gain: the mean difference over the pairs, with its standard error and the two-sided p of a zero "
+        "mean (normal approximation); not a sign test: a 0/1 episode against a mean of several is not symmetric "
+        "about zero even when the text changes nothing.",
         "",
     ]
     for rec in records.values():
@@ -1105,6 +1125,7 @@ def blocks() -> list[tuple[Path, str, str]]:
                 json.loads(SEED_COMPARISONS["frozenlake-plans"].read_text())
                 if SEED_COMPARISONS["frozenlake-plans"].exists()
                 else None,
+                {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()},
             ),
         )
     )

@@ -24,7 +24,7 @@ hidden states, cross-validated over episodes, is the best V any training of the 
 rest of the model as it is. Recorded beside the read-out's own correlation (random rows) at that point.
 
 ``--lessons`` measures SEED's lesson effect alone, over many tasks and paired by task (``--tasks 256``): the
-lesson-conditioned episode's success minus the task's lesson-free mean, with its standard error and a sign test,
+lesson-conditioned episode's success minus the task's lesson-free mean, with its standard error and the p of a zero mean,
 split by whether the lesson was written about a failed or a successful episode. ``--reflections`` measures ERL's
 step 2 alone the same way: each second attempt against its task's other first attempts, with the first-move and
 outcome counts of the full probe.
@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import platform
 import sys
 import tempfile
@@ -117,13 +118,15 @@ def erl_step(tr, specs: list, *, own: bool, seed: int) -> dict:
     firsts = [float(ep.success) for ep in exp.first.episodes]
     same = [erl.other_attempts_success(firsts, e, G) for e in exp.failed] if G > 1 else []
     seconds = [float(ep.success) for ep in exp.second.episodes] if exp.second else []
+    pairs = [{"conditioned": c, "free": f} for c, f in zip(seconds, same, strict=True)] if same else []
     return {
         "reflector": "policy" if own else "oracle",
         "first_success": sum(firsts) / len(firsts),
         "failed_first_attempts": len(exp.failed),
         "second_success": sum(seconds) / len(seconds) if seconds else None,
         "first_success_same_tasks": sum(same) / len(same) if same else None,
-        "paired": paired_gain([{"conditioned": c, "free": f} for c, f in zip(seconds, same)]) if same else None,
+        "paired": paired_gain(pairs) if pairs else None,
+        "pairs": pairs,
         "reflections": [exp.reflections[e] for e in exp.failed[:3]],
         **first_move_fixes(exp.first.episodes, exp.failed, exp.second.episodes if exp.second else [], G),
         **second_attempt_outcomes(exp.first.episodes, exp.failed, exp.second.episodes if exp.second else []),
@@ -150,8 +153,7 @@ def lesson_effect(
     """SEED's lesson effect at the start of RL, over many tasks and paired by task: one SEED collection
     (``seed_[oracle_]smollm2_ENV.yaml``, its group and temperature) on ``tasks`` held-out tasks, and for each task with
     a lesson one more episode with the lesson in the prompt. Per task: that episode's success minus the mean success of
-    the task's lesson-free rollouts; the mean difference, its standard error, and the exact sign test over the tasks
-    where the two differ, for every lesson and split by whether the lesson was written about a failed episode."""
+    the task's lesson-free rollouts; the mean difference, its standard error, and the p of a zero mean, for every lesson and split by whether the lesson was written about a failed episode."""
     from agentgym.agent_io import seed_specs
     from baselines import seed as seed_mod
 
@@ -172,25 +174,31 @@ def lesson_effect(
 
 
 def paired_gain(pairs: list[dict[str, float]]) -> dict[str, float | int | None]:
-    """Mean of conditioned minus free over the pairs, its standard error, and the two-sided exact sign test."""
-    from cpu_table import sign_test  # the comparison's own test (tools/ is on the path)
+    """Mean of with-text minus without-text over the pairs, its standard error, the pairs above and below, and the
+    two-sided p of the mean being zero (normal approximation, paired).
 
+    Not a sign test: a pair is one 0/1 episode against the mean of its task's other episodes, so under no effect the
+    difference has mean zero but is not symmetric (on a task solved 3 times in 4, a success is +0.25 and a failure
+    -0.75), and counting signs would call a lesson that changes nothing a gain."""
     diffs = [p["conditioned"] - p["free"] for p in pairs]
     n = len(diffs)
     if n == 0:
         return {"tasks": 0, "conditioned": None, "free": None, "gain": None, "se": None, "up": 0, "down": 0, "p": None}
     mean = sum(diffs) / n
     se = (sum((d - mean) ** 2 for d in diffs) / (n - 1)) ** 0.5 / n**0.5 if n > 1 else None
-    up, down = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+    if se:
+        pvalue = math.erfc(abs(mean) / se / math.sqrt(2))
+    else:  # every pair the same difference: no spread to test against
+        pvalue = 1.0 if mean == 0 else None
     return {
         "tasks": n,
         "conditioned": sum(p["conditioned"] for p in pairs) / n,
         "free": sum(p["free"] for p in pairs) / n,
         "gain": mean,
         "se": se,
-        "up": up,
-        "down": down,
-        "p": sign_test(up, down),
+        "up": sum(d > 0 for d in diffs),
+        "down": sum(d < 0 for d in diffs),
+        "p": pvalue,
     }
 
 
@@ -442,13 +450,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--lessons",
         action="store_true",
-        help="instead: SEED's lesson effect alone at the start of RL on --tasks tasks, paired by task, with a sign test",
+        help="instead: SEED's lesson effect alone at the start of RL on --tasks tasks, paired by task, with the p of no gain",
     )
     p.add_argument(
         "--reflections",
         action="store_true",
         help="instead: ERL's reflection effect alone on --tasks tasks, each second attempt paired with its task's "
-        "other first attempts, with a sign test",
+        "other first attempts, with the p of no gain",
     )
     p.add_argument("--out", default=None, help="write the record here (JSON)")
     opts = p.parse_args(argv)

@@ -275,9 +275,17 @@ def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
     assert before.count("after RL: not run yet") == 5  # SEED, SEED oracle, ERL, ERL oracle, SAPO
     oracle = probes["privileged (oracle) text"]["value"]["seed"]
     assert (
-        f"from {100 * oracle['lesson_free_success']:.0f}% to {100 * oracle['lesson_conditioned_success']:.0f}%"
-        in before
+        f"gave {100 * oracle['lesson_conditioned_success']:.0f}% against {100 * oracle['lesson_free_success']:.0f}% "
+        "lesson-free" in before
     )
+    # with the paired probe over more tasks: its gain, computed from the recorded pairs
+    pairs = [{"conditioned": 1.0, "free": 0.5, "lesson_from_success": 0.0}, {"conditioned": 0.0, "free": 0.5,
+             "lesson_from_success": 0.0}, {"conditioned": 1.0, "free": 1.0, "lesson_from_success": 1.0}]  # fmt: skip
+    effects = {"seed-oracle": {"value": {"lessons": {"pairs": pairs}}, "command": "python tools/mechanism_probe.py L"}}
+    paired = fig.render_seed_methods(probes, None, None, effects=effects)
+    assert "over 3 tasks, paired by task, the gain is +0.00 (SE 0.29, p=1)" in paired
+    assert "+0.00 (SE 0.50, p=1) where the lesson is about a failed episode" in paired
+    assert "`python tools/mechanism_probe.py L`" in paired
 
     def stage(method, mean, mech=None):
         h = {"per_seed": {"1": mean, "2": mean}, "mean": mean, "spread": 0.0}
@@ -351,33 +359,27 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
     assert "After RL from it" not in fig.render_seed_methods(probes, None, None)
 
 
-def test_the_paired_effects_block_gives_the_gain_per_mechanism_and_text(fig):
-    def part(n, cond, free, up, down, p):
-        return {"tasks": n, "conditioned": cond, "free": free, "gain": cond - free, "se": 0.03, "up": up,
-                "down": down, "p": p}  # fmt: skip
-
-    empty = {"tasks": 0, "conditioned": None, "free": None, "gain": None, "se": None, "up": 0, "down": 0, "p": None}
+def test_the_paired_effects_block_computes_the_gain_from_the_recorded_pairs(fig):
     meta = {"date": "2026-01-01", "machine": "m", "versions": {"git_commit": "abcdef0123"}}
+    lesson_pairs = [{"conditioned": 1.0, "free": 0.5, "lesson_from_success": 0.0}] * 3 + [
+        {"conditioned": 1.0, "free": 1.0, "lesson_from_success": 1.0}
+    ]
     lessons = {
-        "value": {"lessons": {"analyser": "oracle", "tasks": 256, "group_size": 4,
-                              "all": part(250, 0.8, 0.7, 60, 30, 0.002),
-                              "lesson_from_failure": part(100, 0.7, 0.4, 50, 10, 1e-7),
-                              "lesson_from_success": empty}},
+        "value": {"lessons": {"analyser": "oracle", "tasks": 4, "group_size": 4, "pairs": lesson_pairs}},
         "model": "runs/mech/sft_smollm2_frozenlake_mech", "command": "python tools/mechanism_probe.py --lessons", **meta,
     }  # fmt: skip
     reflections = {
-        "value": {"reflections": {"reflector": "oracle", "tasks": 256, "paired": part(200, 0.31, 0.27, 40, 30, 0.28)}},
-        "model": "runs/mech_plans/sft_smollm2_frozenlake_mech_plans", "command": "python tools/mechanism_probe.py --reflections",
-        **meta,
+        "value": {"reflections": {"reflector": "oracle", "tasks": 8,
+                                  "pairs": [{"conditioned": 1.0, "free": 0.0}, {"conditioned": 0.0, "free": 0.5}]}},
+        "model": "runs/mech_plans/sft_smollm2_frozenlake_mech_plans",
+        "command": "python tools/mechanism_probe.py --reflections", **meta,
     }  # fmt: skip
     text = fig.render_paired_effects({"l": lessons, "r": reflections})
+    assert "| SEED, lesson/reflection SFT | privileged lesson | 4 | 1.00 | 0.62 | +0.38 (0.12) | 3 / 0 |" in text
     assert (
-        "| SEED, lesson/reflection SFT | privileged lesson | 250 | 0.80 | 0.70 | +0.10 (0.03) | 60 / 30 | 0.002 |"
+        "| SEED, lesson/reflection SFT | privileged lesson, about a failed episode | 3 | 1.00 | 0.50 | +0.50 (0.00) | 3 / 0 | n/a |"
         in text
     )
-    assert "| SEED, lesson/reflection SFT | privileged lesson, about a failed episode | 100 | 0.70 | 0.40 |" in text
-    assert "about a solved one" not in text  # no task got its lesson from a solved episode: no row
-    assert (
-        "| ERL, plan-reading SFT | privileged reflection | 200 | 0.31 | 0.27 | +0.04 (0.03) | 40 / 30 | 0.28 |" in text
-    )
+    assert "| SEED, lesson/reflection SFT | privileged lesson, about a solved one | 1 | 1.00 | 1.00 | +0.00 |" in text
+    assert "| ERL, plan-reading SFT | privileged reflection | 2 | 0.50 | 0.25 | +0.25 (0.75) | 1 / 1 |" in text
     assert "`python tools/mechanism_probe.py --lessons` (at abcdef0" in text and "--reflections` (at" in text
