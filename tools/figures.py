@@ -927,10 +927,10 @@ def render_seed_methods(
     plans_erl = plans_seed = lesson_pairs = ""
     lessons = (effects or {}).get("seed-oracle")
     if lessons:  # the same question over more tasks, paired by task (tools/mechanism_probe.py --lessons)
-        from mechanism_probe import paired_gain
+        from mechanism_probe import lesson_gains
 
-        pairs = lessons["value"]["lessons"]["pairs"]
-        g, f = paired_gain(pairs), paired_gain([p for p in pairs if not p["lesson_from_success"]])
+        gains = lesson_gains(lessons["value"]["lessons"]["pairs"])
+        g, f = gains["all"], gains["lesson_from_failure"]
         lesson_pairs = (
             f"; over {g['tasks']} tasks, paired by task, the gain is {g['gain']:+.2f} (SE {g['se']:.2f}, p={g['p']:.2g}), "
             f"{f['gain']:+.2f} (SE {f['se']:.2f}, p={f['p']:.2g}) where the lesson is about a failed episode"
@@ -1051,22 +1051,21 @@ def render_paired_effects(records: dict[str, dict]) -> str:
             f"| {g['up']} / {g['down']} | {'n/a' if g['p'] is None else format(g['p'], '.2g')} |"
         )
 
-    from mechanism_probe import paired_gain  # the statistics from the recorded pairs, as the probe computes them
+    from mechanism_probe import lesson_gains, paired_gain  # from the recorded pairs, as the probe computes them
 
+    parts = {
+        "all": "",
+        "lesson_from_failure": ", about a failed episode",
+        "lesson_from_success": ", about a solved one",
+    }
     for rec in records.values():
         model = "plan-reading SFT" if "mech_plans" in rec["model"] else "lesson/reflection SFT"
         if "lessons" in rec["value"]:
             v = rec["value"]["lessons"]
             who = "privileged" if v["analyser"] == "oracle" else "own"
-            parts = (
-                ("", lambda p: True),
-                (", about a failed episode", lambda p: not p["lesson_from_success"]),
-                (", about a solved one", lambda p: bool(p["lesson_from_success"])),
-            )
-            for label, keep in parts:
-                g = paired_gain([p for p in v["pairs"] if keep(p)])
+            for key, g in lesson_gains(v["pairs"]).items():
                 if g["tasks"]:
-                    lines.append(row(f"SEED, {model}", f"{who} lesson{label}", g))
+                    lines.append(row(f"SEED, {model}", f"{who} lesson{parts[key]}", g))
         else:
             v = rec["value"]["reflections"]
             g = paired_gain(v["pairs"])

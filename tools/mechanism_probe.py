@@ -49,7 +49,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tools"))
 
 CPU_CONFIGS = ROOT / "baselines" / "configs" / "cpu"
 ENVS = {"frozenlake": "agentgym/FrozenLakeNotSlippery-v0", "sokoban": "agentgym/Sokoban-v0"}
@@ -153,7 +152,8 @@ def lesson_effect(
     """SEED's lesson effect at the start of RL, over many tasks and paired by task: one SEED collection
     (``seed_[oracle_]smollm2_ENV.yaml``, its group and temperature) on ``tasks`` held-out tasks, and for each task with
     a lesson one more episode with the lesson in the prompt. Per task: that episode's success minus the mean success of
-    the task's lesson-free rollouts; the mean difference, its standard error, and the p of a zero mean, for every lesson and split by whether the lesson was written about a failed episode."""
+    the task's lesson-free rollouts; the mean difference, its standard error and the p of a zero mean, for every
+    lesson and split by whether it was written about a failed episode (:func:`lesson_gains`)."""
     from agentgym.agent_io import seed_specs
     from baselines import seed as seed_mod
 
@@ -162,15 +162,23 @@ def lesson_effect(
         tr = _trainer(seed_mod.SeedTrainer, seed_mod.Args, config, model, tmp, tasks, seed, overrides or {})
         tr.collect(seed_specs(tasks, seed=PROBE_SEED + 20_000), seed=seed)
         pairs = list(tr.probe_pairs)
-    out: dict = {"analyser": "policy" if own else "oracle", "tasks": tasks, "group_size": tr.args.group_size}
-    for name, keep in (
-        ("all", lambda p: True),
-        ("lesson_from_failure", lambda p: not p["lesson_from_success"]),
-        ("lesson_from_success", lambda p: bool(p["lesson_from_success"])),
-    ):
-        out[name] = paired_gain([p for p in pairs if keep(p)])
-    out["pairs"] = pairs
-    return out
+    return {
+        "analyser": "policy" if own else "oracle",
+        "tasks": tasks,
+        "group_size": tr.args.group_size,
+        **lesson_gains(pairs),
+        "pairs": pairs,
+    }
+
+
+def lesson_gains(pairs: list[dict[str, float]]) -> dict[str, dict]:
+    """:func:`paired_gain` over every lesson pair (``all``), those whose lesson was written about a failed episode
+    (``lesson_from_failure``) and about a solved one (``lesson_from_success``)."""
+    return {
+        "all": paired_gain(pairs),
+        "lesson_from_failure": paired_gain([p for p in pairs if not p["lesson_from_success"]]),
+        "lesson_from_success": paired_gain([p for p in pairs if p["lesson_from_success"]]),
+    }
 
 
 def paired_gain(pairs: list[dict[str, float]]) -> dict[str, float | int | None]:
