@@ -952,6 +952,18 @@ def render_seed_methods(
                 f"and go wrong elsewhere"
             )
         plans_erl += "."
+    reflections = (effects or {}).get("erl-plans-oracle")
+    if reflections:  # the same question over more tasks, paired (tools/mechanism_probe.py --reflections)
+        from mechanism_probe import paired_gain
+
+        r = reflections["value"]["reflections"]
+        g = paired_gain(r["pairs"])
+        plans_erl += (
+            f" Over {r['tasks']} tasks ({g['tasks']} failed first attempts), paired with the task's other first "
+            f"attempts: second attempts succeed {pct(g['conditioned'])} against {pct(g['free'])} (gain {g['gain']:+.2f}, "
+            f"SE {g['se']:.2f}, p={g['p']:.2g}); the better first move {pct(r['better_first_move_rate_second_attempts'])} "
+            f"against {pct(r['better_first_move_rate_first_attempts'])}."
+        )
     plans_st = {st["method"]: st for st in (plans or {}).get("stages", [])}
     if "erl-oracle" in plans_st:  # the RL comparison from that recipe, as far as it has run
         h = plans_st["erl-oracle"]["heldout"]["t0.4"]

@@ -286,6 +286,16 @@ def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
     assert "over 3 tasks, paired by task, the gain is +0.00 (SE 0.29, p=1)" in paired
     assert "+0.00 (SE 0.50, p=1) where the lesson is about a failed episode" in paired
     assert "`python tools/mechanism_probe.py L`" in paired
+    refl = {"tasks": 2, "pairs": [{"conditioned": 1.0, "free": 0.5}, {"conditioned": 1.0, "free": 0.0}],
+            "better_first_move_rate_second_attempts": 0.9, "better_first_move_rate_first_attempts": 0.3}  # fmt: skip
+    effects["erl-plans-oracle"] = {"value": {"reflections": refl}, "command": "python tools/mechanism_probe.py R"}
+    erl = next(
+        line for line in fig.render_seed_methods(probes, None, None, effects=effects).splitlines() if "ERL" in line
+    )
+    assert (
+        "Over 2 tasks (2 failed first attempts), paired with the task's other first attempts: second attempts " in erl
+    )
+    assert "succeed 100% against 25% (gain +0.75, SE 0.25, p=0.0027); the better first move 90% against 30%." in erl
 
     def stage(method, mean, mech=None):
         h = {"per_seed": {"1": mean, "2": mean}, "mean": mean, "spread": 0.0}
