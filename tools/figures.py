@@ -1043,6 +1043,7 @@ CPU_PATH_BLOCKS = (
 PAIRED_EFFECTS = {
     "seed-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_oracle.json",
     "seed-self": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_self.json",
+    "seed-plans-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_plans_oracle.json",
     "erl-plans-oracle": ROOT / "docs" / "records" / "erl_reflection_effect_frozenlake_plans_oracle.json",
 }
 
