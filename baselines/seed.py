@@ -461,7 +461,7 @@ class SeedTrainer(Trainer):
                     picked.append((g, lesson))
                     source.append(float(rb.episodes[e].success))
                     break
-        self.probe_pairs: list[dict[str, float]] = []
+        self.probe_pairs = []
         if not picked:
             return {"seed/probe_tasks": 0.0}
         probe = self.rollout(

@@ -182,13 +182,11 @@ def train(
     cmd += ["--output-dir", str(runs), "--exp-name", name, "--no-progress"]
     if seed is not None and method == "sft":  # another training seed of the SFT stage (the SFT row's own spread)
         cmd += ["--seed", str(seed), "--micro-batch-size", str(SFT_SEED_MICRO_BATCH)]
-    elif seed is not None:  # an RL run: a checkpoint every iteration, so a killed run loses one iteration at most
+    elif seed is not None:  # an RL run from the fixed SFT checkpoint
         cmd += ["--seed", str(seed), "--init-from", str(runs / config(env, "sft", sft)["exp_name"])]
-        cmd += ["--save-every", "1"]
     if method == "sft" and sft_epochs:
         cmd += ["--total-iterations", str(sft_epochs)]
-    if method == "sft":  # a checkpoint every epoch: a killed multi-epoch SFT (Sokoban's: three) loses one at most
-        cmd += ["--save-every", "1"]
+    cmd += ["--save-every", "1"]  # a checkpoint every iteration (SFT: epoch), so a killed run loses one at most
     if (run_dir / "metrics.jsonl").exists():
         cmd.append("--resume")  # a killed run continues from its last checkpoint
     run(cmd, run_dir.with_name(run_dir.name + ".log"), threads)

@@ -282,9 +282,9 @@ def run_suite(
 
 
 # -- entries --------------------------------------------------------------------------------------
-def slugify(text: str) -> str:
+def slugify(text: str, limit: int | None = 60) -> str:
     slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return slug[:60] or "entry"
+    return slug[:limit] or "entry"
 
 
 def entry_slug(data: Mapping[str, Any]) -> str:
@@ -293,7 +293,7 @@ def entry_slug(data: Mapping[str, Any]) -> str:
     1``, ``... seed 2``) never share an entry folder."""
     agent = data.get("agent", {})
     suite = slugify(str(data.get("suite", {}).get("name", "suite")))[:30]
-    full = re.sub(r"[^a-z0-9]+", "-", str(agent.get("name", "agent")).lower()).strip("-") or "agent"
+    full = slugify(str(agent.get("name", "agent")), limit=None)
     name = full if len(full) <= 40 else f"{full[:33].strip('-')}-{hashlib.sha256(full.encode()).hexdigest()[:6]}"
     date = slugify(str(agent.get("date", "")))[:10]
     return "-".join(p for p in (suite, name, date) if p)  # the date survives long names
