@@ -980,6 +980,16 @@ def render_seed_methods(
             f" From the plan-reading SFT recipe: {pct(sd['lesson_conditioned_success'])} lesson-conditioned against "
             f"{pct(sd['lesson_free_success'])} lesson-free."
         )
+        plans_lessons = (effects or {}).get("seed-plans-oracle")
+        if plans_lessons:  # over more tasks, paired: that recipe's policy acts on the lesson, for better or worse
+            from mechanism_probe import lesson_gains
+
+            gains = lesson_gains(plans_lessons["value"]["lessons"]["pairs"])
+            g, f = gains["all"], gains["lesson_from_failure"]
+            plans_seed += (
+                f" Over {g['tasks']} tasks, paired: {g['gain']:+.2f} (SE {g['se']:.2f}, p={g['p']:.2g}), "
+                f"{f['gain']:+.2f} (SE {f['se']:.2f}, p={f['p']:.2g}) where the lesson is about a failed episode."
+            )
     lines = [
         f"- **SEED**: before RL, on {oracle['seed']['probe_tasks']:.0f} tasks, privileged lessons gave "
         f"{pct(oracle['seed']['lesson_conditioned_success'])} against {pct(oracle['seed']['lesson_free_success'])} "
