@@ -924,17 +924,21 @@ def render_seed_methods(
         f = stages.get(method, {}).get("mechanism", {}).get(key)
         return ", ".join(f"{m:.2f} / {x:.2f}" for m, x in zip(f["mean"], f["last"], strict=True)) if f else "n/a"
 
-    plans_erl = plans_seed = lesson_pairs = ""
-    lessons = (effects or {}).get("seed-oracle")
-    if lessons:  # the same question over more tasks, paired by task (tools/mechanism_probe.py --lessons)
+    def paired_lessons(rec: dict) -> str:
+        """A lesson-effect record (tools/mechanism_probe.py --lessons) in words: the paired gain over every task and
+        over the tasks whose lesson is about a failed episode."""
         from mechanism_probe import lesson_gains
 
-        gains = lesson_gains(lessons["value"]["lessons"]["pairs"])
+        gains = lesson_gains(rec["value"]["lessons"]["pairs"])
         g, f = gains["all"], gains["lesson_from_failure"]
-        lesson_pairs = (
-            f"; over {g['tasks']} tasks, paired by task, the gain is {g['gain']:+.2f} (SE {g['se']:.2f}, p={g['p']:.2g}), "
+        return (
+            f"{g['tasks']} tasks, paired by task, the gain is {g['gain']:+.2f} (SE {g['se']:.2f}, p={g['p']:.2g}), "
             f"{f['gain']:+.2f} (SE {f['se']:.2f}, p={f['p']:.2g}) where the lesson is about a failed episode"
         )
+
+    plans_erl = plans_seed = lesson_pairs = ""
+    if (effects or {}).get("seed-oracle"):  # the same question over more tasks, paired by task
+        lesson_pairs = f"; over {paired_lessons(effects['seed-oracle'])}"
     if PLANS_PROBE in probes:  # the recipe whose text-in-context rows need their text
         e, sd = probes[PLANS_PROBE]["value"]["erl"], probes[PLANS_PROBE]["value"]["seed"]
         plans_erl = (
@@ -980,16 +984,8 @@ def render_seed_methods(
             f" From the plan-reading SFT recipe: {pct(sd['lesson_conditioned_success'])} lesson-conditioned against "
             f"{pct(sd['lesson_free_success'])} lesson-free."
         )
-        plans_lessons = (effects or {}).get("seed-plans-oracle")
-        if plans_lessons:  # over more tasks, paired: that recipe's policy acts on the lesson, for better or worse
-            from mechanism_probe import lesson_gains
-
-            gains = lesson_gains(plans_lessons["value"]["lessons"]["pairs"])
-            g, f = gains["all"], gains["lesson_from_failure"]
-            plans_seed += (
-                f" Over {g['tasks']} tasks, paired: {g['gain']:+.2f} (SE {g['se']:.2f}, p={g['p']:.2g}), "
-                f"{f['gain']:+.2f} (SE {f['se']:.2f}, p={f['p']:.2g}) where the lesson is about a failed episode."
-            )
+        if (effects or {}).get("seed-plans-oracle"):  # that recipe's policy acts on the lesson, for better or worse
+            plans_seed += f" Over {paired_lessons(effects['seed-plans-oracle'])}."
     lines = [
         f"- **SEED**: before RL, on {oracle['seed']['probe_tasks']:.0f} tasks, privileged lessons gave "
         f"{pct(oracle['seed']['lesson_conditioned_success'])} against {pct(oracle['seed']['lesson_free_success'])} "
