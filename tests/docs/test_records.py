@@ -371,7 +371,10 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
              "lesson_from_success": 1.0}, {"conditioned": 0.0, "free": 0.25, "lesson_from_success": 0.0}]  # fmt: skip
     effects = {"seed-plans-oracle": {"value": {"lessons": {"pairs": pairs}}, "command": "python tools/x.py S"}}
     seed = fig.render_seed_methods(probes, None, None, None, plans, effects).splitlines()[0]
-    assert "lesson-free. Over 3 tasks, paired by task, the gain is -0.25 (SE 0.14, p=0.083), -0.38 (SE 0.12, p=0.0027) where" in seed
+    assert (
+        "lesson-free. Over 3 tasks, paired by task, the gain is -0.25 (SE 0.14, p=0.083), -0.38 (SE 0.12, p=0.0027) where"
+        in seed
+    )
 
 
 def test_the_paired_effects_block_computes_the_gain_from_the_recorded_pairs(fig):
