@@ -106,6 +106,11 @@ class Args(BaseArgs):
     that path (``agentgym.agents.oracle.varied_critique``), and rows only where the text decides the move: the
     mistake's cell (both texts name its move) and, for reflections (whose plan names every cell's move), each cell
     with several shortest moves -- there the target is the text's, not the expert's"""
+    lesson_off_cell_rows: int = 0
+    """``context_plans: varied`` only: besides ``context_rows``, up to this many rows with a lesson in the prompt at
+    the drawn plan's *other* cells, where the lesson does not apply and the target is the plan's move there. Without
+    them every lesson row sits at the cell the lesson names, and a model may learn to play the lesson's move
+    wherever it stands (the plan-reading recipe's lessons lowered held-out success, ``docs/results/cpu-table.md``)"""
     reflection_form: str = "in_context"
     """reflection form of the reflection rows (``in_context`` or ``rulebook``, as ERL's ``reflection_form``)"""
     val_analysis: int = 0
@@ -279,7 +284,8 @@ def context_examples(
     prompt -- a reflection (ERL's second attempt; failures 0, 2, ...: the in_context form's ``reflection`` or, for
     the rulebook form, the system prompt ERL builds) or a lesson's ``episode_skill`` (SEED's teacher; failures 1,
     3, ...). Yields ``(kind, input, template kwargs, played episode, step)``; the caller skips steps
-    ``step_target`` rejects and stops at ``context_rows``."""
+    ``step_target`` rejects and stops at ``context_rows``. With ``lesson_off_cell_rows`` a lesson's other cells of
+    the plan follow as kind ``lesson_off_cell`` (counted apart)."""
     if not args.context_rows or not failures:
         return
     import numpy as np
@@ -292,6 +298,8 @@ def context_examples(
     if args.context_plans not in ("expert", "varied"):
         raise ValueError(f"context_plans must be 'expert' or 'varied', got {args.context_plans!r}")
     varied = args.context_plans == "varied"
+    if args.lesson_off_cell_rows and not varied:
+        raise ValueError("lesson_off_cell_rows needs context_plans: varied (the plan whose other cells they sit at)")
     env_kwargs = args.env_kwargs or None
     specs = [EpisodeSpec(seed=ep.seed, options=ep.options) for ep in failures]
     experts = [] if varied else run_episodes(args.env_id, ExpertAgent(), specs, env_kwargs=env_kwargs).episodes
@@ -315,6 +323,8 @@ def context_examples(
             # varied: only the steps whose move the text decides -- the mistake's cell (the move both texts name)
             # and, for a reflection (whose plan names every cell's move), each cell with several shortest moves
             if varied and t != crit.mistake_step - 1 and (kind == "lesson" or crit.plan_choices[t] < 2):
+                if kind == "lesson" and args.lesson_off_cell_rows:
+                    yield "lesson_off_cell", inp, context, played, t  # the lesson is beside the point here
                 continue
             yield kind, inp, context, played, t
 
@@ -366,23 +376,29 @@ def analysis_rows(
         memory = memory if i % 2 and len(refl_eps) > 1 else None
         chat = build_reflection_messages(ep, memory=memory, form=args.reflection_form, system_prompt=system)
         add(chat, oracle_reflection_reply(ep, args.reflection_form, crit=c))  # ERL appends the base prompt itself
-    n_context = 0
-    for _, inp, context, expert, t in context_examples(context_failures(args, episodes), args, system):
+    n_context = n_off = 0
+    for kind, inp, context, expert, t in context_examples(context_failures(args, episodes), args, system):
         if n_context >= args.context_rows:
             break
+        if kind == "lesson_off_cell" and n_off >= args.lesson_off_cell_rows:
+            continue
         text = step_target(expert, t, args.expert_think, template)
         if text is None:
             continue
         _, ids, _ = fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, context)
         prompts.append(ids)
         targets.append(list(tokenizer(text + eos, add_special_tokens=False)["input_ids"]))
-        n_context += 1
+        if kind == "lesson_off_cell":
+            n_off += 1
+        else:
+            n_context += 1
     stats = {
         "sft/analysis_episodes": float(len(episodes)),
         "sft/analysis_failures": float(len(failures)),
         "sft/lesson_rows": float(len(lesson_eps)),
         "sft/reflection_rows": float(len(refl_eps)),
         "sft/context_rows": float(n_context),
+        "sft/lesson_off_cell_rows": float(n_off),
     }
     return prompts, targets, stats
 

@@ -279,6 +279,32 @@ def test_mechanism_probe_replays_the_sft_context_rows_with_and_without_their_tex
         assert v["rows_not_expert"] == 0  # this recipe's targets are the env expert's moves
 
 
+def test_mechanism_probe_plays_a_lesson_at_the_cells_it_does_not_name(tmp_path):
+    """``--context-rows --lesson-off-cell-rows N`` on a plan-reading run: besides its own rows, N rows with a lesson
+    at its plan's other cells, and how often the model plays the lesson's move there (with the lesson, without)."""
+    import mechanism_probe
+
+    from agentgym.agents import NoisyExpertAgent
+    from agentgym.agents.oracle import critique, oracle_lesson
+    from agentgym.evaluation import run_episodes
+    from agentgym.episodes import read_episodes
+
+    own = tmp_path / "own.jsonl"
+    run_episodes("agentgym/FrozenLakeNotSlippery-v0", NoisyExpertAgent(0.6, seed=3), seed_specs(40), log_path=own)
+    failed = [ep for ep in read_episodes(own) if not ep.success]
+    for ep in failed:  # the probe reads the move back from the privileged lesson's text
+        c = critique(ep)
+        assert mechanism_probe._lesson_move(oracle_lesson(ep, c)["episode_skill"]) == (c.better if c.where else None)
+    stats = _tiny_sft(tmp_path, context_rows=12, context_plans="varied", context_episodes=[str(own)])
+    assert stats["sft/context_rows"] == 12.0 and stats["sft/lesson_off_cell_rows"] == 0.0
+    tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "dtype": "float32"}
+    out = mechanism_probe.context_reliance("frozenlake", str(tmp_path / "sft"), overrides=tiny, lesson_off_cell_rows=3)
+    assert sum(v["rows"] for k, v in out.items() if k != "lesson_off_cell") == 12
+    v = out["lesson_off_cell"]
+    assert v["rows"] == 3 and 0 < v["rows_lesson_move_wrong"] <= 3
+    assert all(0.0 <= v[f"lesson_move_{w}_text"] <= 1.0 for w in ("with", "without"))
+
+
 def test_mechanism_probe_readout_ceiling_fits_sapos_function_class_on_the_policys_own_episodes(tmp_path):
     """``--readout``: the SFT policy's episodes as SAPO's first iteration plays them; SAPO's raw read-out equals the
     state-end hidden state times (w+ - w-), so the ridge probe on that hidden state is the read-out's best fit."""

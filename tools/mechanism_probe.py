@@ -210,13 +210,18 @@ def paired_gain(pairs: list[dict[str, float]]) -> dict[str, float | int | None]:
     }
 
 
-def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | None = None) -> dict:
+def context_reliance(
+    env: str, model: str, *, seed: int = 1, overrides: dict | None = None, lesson_off_cell_rows: int | None = None
+) -> dict:
     """Do the SFT's text-in-context rows need their text? On each such row of the SFT run ``model`` (rebuilt from
     its config and ``analysis.jsonl`` by ``baselines.sft.context_examples``), the greedy move with the row's
     reflection or lesson in the prompt and without it, against the row's target (the env expert's move).
 
     A row whose target the model picks without the text teaches nothing about reading the text; where the two moves
-    agree, the text changed nothing."""
+    agree, the text changed nothing. ``lesson_off_cell_rows`` (default: the run's own) adds rows with a lesson at its
+    plan's other cells (kind ``lesson_off_cell``), where the lesson does not apply: there the record also says how
+    often the model plays the lesson's move with the lesson and without it (a model that plays it anywhere has
+    learnt the move, not the cell)."""
     from agentgym.episodes import read_episodes
     from agentgym.rl.config import load_config_file, make_args
     from agentgym.rl.rollout import fit_prompt
@@ -224,16 +229,21 @@ def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | N
 
     run = Path(model)
     args = make_args(sft.Args, load_config_file(run / "config.yaml"))
+    if lesson_off_cell_rows is not None:
+        args = dataclasses.replace(args, lesson_off_cell_rows=lesson_off_cell_rows)
     failures = sft.context_failures(args, read_episodes(run / "analysis.jsonl"))
     with tempfile.TemporaryDirectory() as tmp:
         config = CPU_CONFIGS / f"erl_oracle_smollm2_{env}.yaml"
         tr = _trainer(erl.ErlTrainer, erl.Args, config, model, tmp, 1, seed, overrides or {})
-        rows = []
+        rows, counted, off = [], 0, 0
         for kind, inp, context, expert, t in sft.context_examples(failures, args, tr.template.system_prompt):
-            if len(rows) >= args.context_rows:
+            if counted >= args.context_rows:
                 break
+            if kind == "lesson_off_cell" and off >= args.lesson_off_cell_rows:
+                continue
             if sft.step_target(expert, t, args.expert_think, tr.template) is not None:
                 rows.append((kind, inp, context, expert.steps[t].action, _expert_move(expert, t)))
+                off, counted = (off + 1, counted) if kind == "lesson_off_cell" else (off, counted + 1)
         moves = {}
         tr.model.eval()
         for with_text in (True, False):
@@ -254,24 +264,39 @@ def context_reliance(env: str, model: str, *, seed: int = 1, overrides: dict | N
                 )
             moves[with_text] = [tr.template.parse(o.text).action for o in outs]
     out: dict = {}
-    for kind in ("reflection", "lesson"):
+    for kind in ("reflection", "lesson", "lesson_off_cell"):
         idx = [i for i, r in enumerate(rows) if r[0] == kind]
-        if idx:
-            out[kind] = {
-                "rows": len(idx),
-                "target_with_text": sum(moves[True][i] == rows[i][3] for i in idx) / len(idx),
-                "target_without_text": sum(moves[False][i] == rows[i][3] for i in idx) / len(idx),
-                "same_move_with_and_without": sum(moves[True][i] == moves[False][i] for i in idx) / len(idx),
-            }
-            # the rows whose target is not the env expert's move: only the text can tell the model to play it
-            odd = [i for i in idx if rows[i][3] != rows[i][4]]
-            out[kind]["rows_not_expert"] = len(odd)
-            if odd:
-                out[kind]["target_with_text_not_expert"] = sum(moves[True][i] == rows[i][3] for i in odd) / len(odd)
-                out[kind]["target_without_text_not_expert"] = sum(moves[False][i] == rows[i][3] for i in odd) / len(
-                    odd
-                )
+        if not idx:
+            continue
+        out[kind] = {
+            "rows": len(idx),
+            "target_with_text": sum(moves[True][i] == rows[i][3] for i in idx) / len(idx),
+            "target_without_text": sum(moves[False][i] == rows[i][3] for i in idx) / len(idx),
+            "same_move_with_and_without": sum(moves[True][i] == moves[False][i] for i in idx) / len(idx),
+        }
+        # the rows whose target is not the env expert's move: only the text can tell the model to play it
+        odd = [i for i in idx if rows[i][3] != rows[i][4]]
+        out[kind]["rows_not_expert"] = len(odd)
+        if odd:
+            out[kind]["target_with_text_not_expert"] = sum(moves[True][i] == rows[i][3] for i in odd) / len(odd)
+            out[kind]["target_without_text_not_expert"] = sum(moves[False][i] == rows[i][3] for i in odd) / len(odd)
+        if kind == "lesson_off_cell":
+            # the rows whose target is not the lesson's move: playing that move there is the lesson misread
+            named = [(i, _lesson_move(rows[i][2]["lesson"])) for i in idx]
+            named = [(i, m) for i, m in named if m and m != rows[i][3]]
+            out[kind]["rows_lesson_move_wrong"] = len(named)
+            for with_text in (True, False) if named else ():
+                key = f"lesson_move_{'with' if with_text else 'without'}_text"
+                out[kind][key] = sum(moves[with_text][i] == m for i, m in named) / len(named)
     return out
+
+
+def _lesson_move(lesson: str) -> str | None:
+    """The move a privileged lesson about a failure names (``... From row 2 col 3 here, move down.``)."""
+    import re
+
+    m = re.search(r"From row \d+ col \d+ here, move (\w+)\.", lesson)
+    return m.group(1) if m else None
 
 
 def _expert_move(episode, t: int) -> str:
@@ -450,6 +475,12 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: the SFT run's text-in-context rows, the greedy move with and without their text",
     )
     p.add_argument(
+        "--lesson-off-cell-rows",
+        type=int,
+        default=None,
+        help="with --context-rows: also this many rows with a lesson at its plan's other cells (default: the run's)",
+    )
+    p.add_argument(
         "--readout",
         action="store_true",
         help="instead: how well a linear read-out of the model's hidden state (SAPO's V, body fixed) predicts the "
@@ -474,7 +505,11 @@ def main(argv: list[str] | None = None) -> int:
 
     t0 = time.time()
     if opts.context_rows:
-        value = {"context_rows": context_reliance(opts.env, opts.model, seed=opts.seed)}
+        value = {
+            "context_rows": context_reliance(
+                opts.env, opts.model, seed=opts.seed, lesson_off_cell_rows=opts.lesson_off_cell_rows
+            )
+        }
     elif opts.reflections:
         value = {
             "reflections": reflection_effect(opts.env, opts.model, tasks=opts.tasks, own=opts.own, seed=opts.seed)

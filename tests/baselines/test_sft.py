@@ -387,6 +387,32 @@ def test_validation_scores_the_models_own_lessons_and_reflections_against_the_or
     assert m["reflection_tagged_rate"] == 0.0 and m["reflection_plan_match"] == 0.0
 
 
+def test_lesson_off_cell_rows_add_the_lessons_other_cells_and_leave_the_counted_rows_alone(tmp_path):
+    """``lesson_off_cell_rows``: the same counted rows in the same order, plus rows with a lesson at its plan's other
+    cells (never a reflection, never the lesson's own cell), whose target is the plan's move there."""
+    import numpy as np
+
+    from agentgym.agents.oracle import varied_critique
+
+    eps = sft.noisy_expert_episodes(ENV, 120, seed=300, noise=0.5, agent_seed=1, log=None)
+    base = tiny_args(tmp_path, context_rows=30, history_length=0, context_plans="varied")
+    more = tiny_args(tmp_path, context_rows=30, history_length=0, context_plans="varied", lesson_off_cell_rows=10)
+    failures = sft.context_failures(base, eps)
+    plain = [(k, ctx, p.seed, t) for k, _, ctx, p, t in sft.context_examples(failures, base, None)]
+    mixed = list(sft.context_examples(failures, more, None))
+    assert [(k, ctx, p.seed, t) for k, _, ctx, p, t in mixed if k != "lesson_off_cell"] == plain
+    rng = np.random.default_rng(more.seed)
+    crits = {id(ep): varied_critique(ep, rng) for ep in failures}
+    off = [(ctx, played, t) for k, _, ctx, played, t in mixed if k == "lesson_off_cell"]
+    assert off
+    for ctx, played, t in off:
+        src = next(ep for ep in failures if ep.seed == played.seed and ep.options == played.options)
+        c = crits[id(src)]
+        assert set(ctx) == {"lesson"} and t != c.mistake_step - 1 and played.steps[t].action == c.plan[t]
+    with pytest.raises(ValueError, match="lesson_off_cell_rows needs context_plans"):
+        list(sft.context_examples(failures, tiny_args(tmp_path, context_rows=1, lesson_off_cell_rows=1), None))
+
+
 def test_varied_context_rows_sit_where_the_text_decides_the_move_and_follow_it(tmp_path):
     """``context_plans: varied``: each row's target is the drawn plan's move (not necessarily the expert's), only at
     the mistake's cell or a cell with several shortest moves; ``context_episodes``' failures come first."""
