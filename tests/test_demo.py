@@ -286,7 +286,6 @@ def test_mechanism_probe_plays_a_lesson_at_the_cells_it_does_not_name(tmp_path):
 
     from agentgym.agents import NoisyExpertAgent
     from agentgym.agents.oracle import critique, oracle_lesson
-    from agentgym.evaluation import run_episodes
     from agentgym.episodes import read_episodes
 
     own = tmp_path / "own.jsonl"
