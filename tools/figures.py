@@ -648,11 +648,19 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
+RECORDS = ROOT / "docs" / "records"
 #: does the SFT's text-in-context rows' target need the text? (tools/mechanism_probe.py --context-rows): recipe ->
 #: its record (a recipe whose record is not written yet is left out)
 CONTEXT_ROWS = {
     "mech (the expert's moves)": ROOT / "docs" / "records" / "mechanism_context_rows_frozenlake.json",
     "mech_plans (moves the text decides)": ROOT / "docs" / "records" / "mechanism_context_rows_frozenlake_plans.json",
+    "mech_lessons (lessons off their cell too)": RECORDS / "mechanism_context_rows_frozenlake_lessons.json",
+}
+#: what the context-rows block calls each kind of row
+CONTEXT_KINDS = {
+    "reflection": "a reflection",
+    "lesson": "a lesson",
+    "lesson_off_cell": "a lesson, at a cell it does not name",
 }
 
 
@@ -666,17 +674,23 @@ def render_context_rows(records: dict[str, dict]) -> str:
     lines = [
         "| SFT recipe | rows with, in the prompt, | rows | target move, text in the prompt | target move, text left "
         "out | same move either way | rows whose target is not the expert's | their target, text in the prompt "
-        "| their target, text left out |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| their target, text left out | the lesson's move where it is wrong, lesson in / left out |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for recipe, rec in records.items():
         for kind, v in rec["value"]["context_rows"].items():
             odd = v.get("rows_not_expert")
+            wrong = v.get("rows_lesson_move_wrong")
+            misread = (
+                f"{pct(v, 'lesson_move_with_text')} / {pct(v, 'lesson_move_without_text')} ({wrong} rows)"
+                if wrong
+                else "n/a"
+            )
             lines.append(
-                f"| {recipe} | a {kind} | {v['rows']} | {pct(v, 'target_with_text')} | "
+                f"| {recipe} | {CONTEXT_KINDS[kind]} | {v['rows']} | {pct(v, 'target_with_text')} | "
                 f"{pct(v, 'target_without_text')} | {pct(v, 'same_move_with_and_without')} | "
                 f"{'n/a' if odd is None else odd} | {pct(v, 'target_with_text_not_expert')} | "
-                f"{pct(v, 'target_without_text_not_expert')} |"
+                f"{pct(v, 'target_without_text_not_expert')} | {misread} |"
             )
     lines.append("")
     for recipe, rec in records.items():
@@ -986,6 +1000,11 @@ def render_seed_methods(
         )
         if (effects or {}).get("seed-plans-oracle"):  # that recipe's policy acts on the lesson, for better or worse
             plans_seed += f" Over {paired_lessons(effects['seed-plans-oracle'])}."
+        if (effects or {}).get("seed-lessons-oracle"):  # the same recipe with lesson rows where the lesson is moot
+            plans_seed += (
+                f" With lesson rows at the cells a lesson does not name too, over "
+                f"{paired_lessons(effects['seed-lessons-oracle'])}."
+            )
     lines = [
         f"- **SEED**: before RL, on {oracle['seed']['probe_tasks']:.0f} tasks, privileged lessons gave "
         f"{pct(oracle['seed']['lesson_conditioned_success'])} against {pct(oracle['seed']['lesson_free_success'])} "
@@ -1051,7 +1070,19 @@ PAIRED_EFFECTS = {
     "seed-self": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_self.json",
     "seed-plans-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_plans_oracle.json",
     "erl-plans-oracle": ROOT / "docs" / "records" / "erl_reflection_effect_frozenlake_plans_oracle.json",
+    "seed-lessons-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_lessons_oracle.json",
 }
+#: the SFT recipe of a probed model, by its run folder's name (the first that matches)
+SFT_RECIPES = {
+    "mech_lessons": "plan-reading SFT, lessons at other cells too",
+    "mech_plans": "plan-reading SFT",
+    "mech": "lesson/reflection SFT",
+}
+
+
+def sft_recipe(model: str) -> str:
+    """What the docs call the SFT recipe of ``model`` (a run folder such as ``runs/mech_plans/sft_...``)."""
+    return next(label for key, label in SFT_RECIPES.items() if key in model)
 
 
 def render_paired_effects(records: dict[str, dict]) -> str:
@@ -1078,7 +1109,7 @@ def render_paired_effects(records: dict[str, dict]) -> str:
         "lesson_from_success": ", about a solved one",
     }
     for rec in records.values():
-        model = "plan-reading SFT" if "mech_plans" in rec["model"] else "lesson/reflection SFT"
+        model = sft_recipe(rec["model"])
         if "lessons" in rec["value"]:
             v = rec["value"]["lessons"]
             who = "privileged" if v["analyser"] == "oracle" else "own"

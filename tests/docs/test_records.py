@@ -332,9 +332,18 @@ def test_context_rows_block_shows_each_recipe_and_the_rows_only_the_text_decides
         }
 
     odd = {"rows_not_expert": 7, "target_with_text_not_expert": 0.857, "target_without_text_not_expert": 0.143}
-    text = fig.render_context_rows({"old": rec(42), "new": rec(96, **odd)})
-    assert "| old | a reflection | 42 | 50% | 25% | 75% | n/a | n/a | n/a |" in text  # an older record: no split
-    assert "| new | a reflection | 96 | 50% | 25% | 75% | 7 | 86% | 14% |" in text
+    off = rec(
+        30, rows_not_expert=0, rows_lesson_move_wrong=12, lesson_move_with_text=0.75, lesson_move_without_text=0.25
+    )
+    off["value"]["context_rows"] = {"lesson_off_cell": off["value"]["context_rows"]["reflection"]}
+    text = fig.render_context_rows({"old": rec(42), "new": rec(96, **odd), "off": off})
+    assert "| old | a reflection | 42 | 50% | 25% | 75% | n/a | n/a | n/a | n/a |" in text  # an older record: no split
+    assert "| new | a reflection | 96 | 50% | 25% | 75% | 7 | 86% | 14% | n/a |" in text
+    # a lesson where it does not apply: how often its move is played there, with it and without
+    assert (
+        "| off | a lesson, at a cell it does not name | 30 | 50% | 25% | 75% | 0 | n/a | n/a | 75% / 25% (12 rows) |"
+        in text
+    )
     assert "new: `probe 96` (at abcdef0; 2026-01-01, m)." in text
 
 
@@ -375,6 +384,9 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
         "lesson-free. Over 3 tasks, paired by task, the gain is -0.25 (SE 0.14, p=0.083), -0.38 (SE 0.12, p=0.0027) where"
         in seed
     )
+    effects["seed-lessons-oracle"] = {"value": {"lessons": {"pairs": pairs}}, "command": "python tools/x.py L"}
+    seed = fig.render_seed_methods(probes, None, None, None, plans, effects).splitlines()[0]
+    assert "With lesson rows at the cells a lesson does not name too, over 3 tasks, paired by task" in seed
 
 
 def test_the_paired_effects_block_computes_the_gain_from_the_recorded_pairs(fig):
@@ -392,7 +404,9 @@ def test_the_paired_effects_block_computes_the_gain_from_the_recorded_pairs(fig)
         "model": "runs/mech_plans/sft_smollm2_frozenlake_mech_plans",
         "command": "python tools/mechanism_probe.py --reflections", **meta,
     }  # fmt: skip
-    text = fig.render_paired_effects({"l": lessons, "r": reflections})
+    off_cell = {**lessons, "model": "runs/mech_lessons/sft_smollm2_frozenlake_mech_lessons"}
+    text = fig.render_paired_effects({"l": lessons, "r": reflections, "o": off_cell})
+    assert "| SEED, plan-reading SFT, lessons at other cells too | privileged lesson | 4 |" in text
     assert "| SEED, lesson/reflection SFT | privileged lesson | 4 | 1.00 | 0.62 | +0.38 (0.12) | 3 / 0 |" in text
     assert (
         "| SEED, lesson/reflection SFT | privileged lesson, about a failed episode | 3 | 1.00 | 0.50 | +0.50 (0.00) | 3 / 0 | n/a |"
