@@ -13,7 +13,8 @@ reflection/lesson-in-context rows written by the privileged grid analyser), in i
 ``runs/heldout/ENV-mech``), so ``erl`` / ``seed`` are ERL and SEED with the model's *own* reflections and lessons
 and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analyser's (the mechanisms' upper bound;
 they run the first of ``--seeds`` only: one seed is enough for them); ``--sft mech_plans`` the same from the
-recipe whose text-in-context rows sit where the text decides the move (``runs/mech_plans``). The table then also
+recipe whose text-in-context rows sit where the text decides the move (``runs/mech_plans``), ``--sft mech_lessons``
+from that recipe with lesson rows at the cells a lesson does not name too (``runs/mech_lessons``). The table then also
 reports each method's mechanism metrics (``MECHANISM``), mean over iterations and at the last one, per seed;
 ``--record`` writes it all, with the paired sign test against GRPO, as the record the docs render.
 
@@ -87,13 +88,15 @@ METHODS = (
     "sapo-readout",
 )
 #: --sft -> the SFT stage's config suffix: "" the action-only behaviour cloning, "mech" the lesson/reflection SFT,
-#: "mech_plans" the same with context rows where the text, not the board, decides the move
-SFT_VARIANTS = {"action": "", "mech": "_mech", "mech_plans": "_mech_plans"}
+#: "mech_plans" the same with context rows where the text, not the board, decides the move, "mech_lessons"
+#: mech_plans with lesson rows at the cells a lesson does not name too
+SFT_VARIANTS = {"action": "", "mech": "_mech", "mech_plans": "_mech_plans", "mech_lessons": "_mech_lessons"}
 #: --sft -> how the board names that SFT stage
 SFT_NAMES = {
     "action": "SFT",
     "mech": "SFT with lessons and reflections",
     "mech_plans": "SFT with lessons, reflections and plan-reading rows",
+    "mech_lessons": "SFT with plan-reading rows and lessons off their cell",
 }
 #: ``--sft-seeds``: the extra SFT runs take their 8-row steps in 2-row pieces (the same gradients, token-mean over the
 #: step), so one fits beside an RL job (the lesson/reflection SFT peaked at 19 GB with 8-row pieces)
@@ -618,7 +621,8 @@ def main(argv: list[str] | None = None) -> int:
         default="action",
         help="the SFT stage every RL run starts from: action (behaviour cloning, default), mech (the "
         "lesson/reflection SFT; default folders runs/mech and runs/heldout/ENV-mech) or mech_plans (mech with "
-        "context rows where the text decides the move; runs/mech_plans, runs/heldout/ENV-mech_plans)",
+        "context rows where the text decides the move; runs/mech_plans, runs/heldout/ENV-mech_plans) or mech_lessons "
+        "(mech_plans with lesson rows at the cells a lesson does not name too; runs/mech_lessons)",
     )
     p.add_argument(
         "--sft-seeds",
