@@ -650,10 +650,11 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
 
 RECORDS = ROOT / "docs" / "records"
 #: does the SFT's text-in-context rows' target need the text? (tools/mechanism_probe.py --context-rows): recipe ->
-#: its record (a recipe whose record is not written yet is left out)
+#: its record (a recipe whose record is not written yet is left out; mech_plans: its own rows and 256 lesson rows off
+#: their cell, which it never trained on)
 CONTEXT_ROWS = {
-    "mech (the expert's moves)": ROOT / "docs" / "records" / "mechanism_context_rows_frozenlake.json",
-    "mech_plans (moves the text decides)": ROOT / "docs" / "records" / "mechanism_context_rows_frozenlake_plans.json",
+    "mech (the expert's moves)": RECORDS / "mechanism_context_rows_frozenlake.json",
+    "mech_plans (moves the text decides)": RECORDS / "mechanism_lesson_off_cell_frozenlake_plans.json",
     "mech_lessons (lessons off their cell too)": RECORDS / "mechanism_context_rows_frozenlake_lessons.json",
 }
 #: what the context-rows block calls each kind of row
