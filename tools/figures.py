@@ -971,17 +971,26 @@ def render_seed_methods(
                 f"and go wrong elsewhere"
             )
         plans_erl += "."
-    reflections = (effects or {}).get("erl-plans-oracle")
-    if reflections:  # the same question over more tasks, paired (tools/mechanism_probe.py --reflections)
+
+    def paired_reflections(rec: dict) -> str:
+        """A reflection-effect record (tools/mechanism_probe.py --reflections) in words."""
         from mechanism_probe import paired_gain
 
-        r = reflections["value"]["reflections"]
+        r = rec["value"]["reflections"]
         g = paired_gain(r["pairs"])
-        plans_erl += (
-            f" Over {r['tasks']} tasks ({g['tasks']} failed first attempts), paired with the task's other first "
+        return (
+            f"{r['tasks']} tasks ({g['tasks']} failed first attempts), paired with the task's other first "
             f"attempts: second attempts succeed {pct(g['conditioned'])} against {pct(g['free'])} (gain {g['gain']:+.2f}, "
             f"SE {g['se']:.2f}, p={g['p']:.2g}); the better first move {pct(r['better_first_move_rate_second_attempts'])} "
-            f"against {pct(r['better_first_move_rate_first_attempts'])}."
+            f"against {pct(r['better_first_move_rate_first_attempts'])}"
+        )
+
+    if (effects or {}).get("erl-plans-oracle"):  # the same question over more tasks, paired
+        plans_erl += f" Over {paired_reflections(effects['erl-plans-oracle'])}."
+    if (effects or {}).get("erl-lessons-oracle"):  # the recipe with lesson rows off their cell: ERL's effect kept?
+        plans_erl += (
+            f" With lesson rows at the cells a lesson does not name too, over "
+            f"{paired_reflections(effects['erl-lessons-oracle'])}."
         )
     plans_st = {st["method"]: st for st in (plans or {}).get("stages", [])}
     if "erl-oracle" in plans_st:  # the RL comparison from that recipe, as far as it has run
@@ -1067,11 +1076,12 @@ CPU_PATH_BLOCKS = (
 #: the seed mechanisms' effect at the start of RL over many tasks, paired (tools/mechanism_probe.py --lessons /
 #: --reflections): name -> record
 PAIRED_EFFECTS = {
-    "seed-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_oracle.json",
-    "seed-self": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_self.json",
-    "seed-plans-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_plans_oracle.json",
-    "erl-plans-oracle": ROOT / "docs" / "records" / "erl_reflection_effect_frozenlake_plans_oracle.json",
-    "seed-lessons-oracle": ROOT / "docs" / "records" / "seed_lesson_effect_frozenlake_lessons_oracle.json",
+    "seed-oracle": RECORDS / "seed_lesson_effect_frozenlake_oracle.json",
+    "seed-self": RECORDS / "seed_lesson_effect_frozenlake_self.json",
+    "seed-plans-oracle": RECORDS / "seed_lesson_effect_frozenlake_plans_oracle.json",
+    "erl-plans-oracle": RECORDS / "erl_reflection_effect_frozenlake_plans_oracle.json",
+    "seed-lessons-oracle": RECORDS / "seed_lesson_effect_frozenlake_lessons_oracle.json",
+    "erl-lessons-oracle": RECORDS / "erl_reflection_effect_frozenlake_lessons_oracle.json",
 }
 #: the SFT recipe of a probed model, by its run folder's name (the first that matches)
 SFT_RECIPES = {

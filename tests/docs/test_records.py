@@ -296,6 +296,13 @@ def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
         "Over 2 tasks (2 failed first attempts), paired with the task's other first attempts: second attempts " in erl
     )
     assert "succeed 100% against 25% (gain +0.75, SE 0.25, p=0.0027); the better first move 90% against 30%." in erl
+    effects["erl-lessons-oracle"] = {"value": {"reflections": refl}, "command": "python tools/mechanism_probe.py O"}
+    erl = next(
+        line for line in fig.render_seed_methods(probes, None, None, effects=effects).splitlines() if "ERL" in line
+    )
+    assert (
+        "30%. With lesson rows at the cells a lesson does not name too, over 2 tasks (2 failed first attempts)" in erl
+    )
 
     def stage(method, mean, mech=None):
         h = {"per_seed": {"1": mean, "2": mean}, "mean": mean, "spread": 0.0}
