@@ -703,9 +703,11 @@ def render_context_rows(records: dict[str, dict]) -> str:
 
 #: the seed methods' RL comparison from the lesson/reflection SFT (tools/cpu_table.py --sft mech --record ...)
 SEED_COMPARISONS = {
-    "frozenlake": ROOT / "docs" / "records" / "cpu_mech_frozenlake.json",
+    "frozenlake": RECORDS / "cpu_mech_frozenlake.json",
     # the same comparison from the plan-reading SFT recipe (tools/cpu_table.py --sft mech_plans)
-    "frozenlake-plans": ROOT / "docs" / "records" / "cpu_mech_plans_frozenlake.json",
+    "frozenlake-plans": RECORDS / "cpu_mech_plans_frozenlake.json",
+    # and from the plan-reading recipe with lesson rows off their cell too (tools/cpu_table.py --sft mech_lessons)
+    "frozenlake-lessons": RECORDS / "cpu_mech_lessons_frozenlake.json",
 }
 #: mechanism metric -> what the comparison block calls it
 MECHANISM_LABELS = {
