@@ -172,6 +172,11 @@ def test_cpu_table_runs_the_seed_mechanism_comparison_from_one_lesson_reflection
     assert cpu_table.entry_meta("smollm2-sft", None, "mech_plans")["name"] == (
         "SmolLM2-135M SFT with lessons, reflections and plan-reading rows (CPU table)"
     )
+    # --sft mech_lessons: that recipe with lesson rows off their cell too
+    cpu_table.train("frozenlake", "sft", None, tmp_path / "lessons", 1, sft="mech_lessons")
+    sft = cmds[-1]
+    assert sft[sft.index("--config") + 1].endswith("configs/cpu/sft_smollm2_frozenlake_mech_lessons.yaml")
+    assert cpu_table.config("frozenlake", "sft", "mech_lessons")["lesson_off_cell_rows"] == 256
 
 
 def _tiny_sft(tmp_path, **extra) -> dict:
