@@ -329,6 +329,28 @@ def context_examples(
             yield kind, inp, context, played, t
 
 
+def counted_context_examples(
+    failures: list[Episode], args: Args, template, system: str | None
+) -> Iterator[tuple[str, AgentInput, dict[str, str], Episode, int, str]]:
+    """The rows :func:`context_examples` makes into SFT rows: steps ``step_target`` rejects skipped, at most
+    ``context_rows`` counted rows and ``lesson_off_cell_rows`` off-cell lesson rows. Yields ``(kind, input, template
+    kwargs, played episode, step, target text)``."""
+    n_context = n_off = 0
+    for kind, inp, context, played, t in context_examples(failures, args, system):
+        if n_context >= args.context_rows:
+            break
+        if kind == "lesson_off_cell" and n_off >= args.lesson_off_cell_rows:
+            continue
+        text = step_target(played, t, args.expert_think, template)
+        if text is None:
+            continue
+        if kind == "lesson_off_cell":
+            n_off += 1
+        else:
+            n_context += 1
+        yield kind, inp, context, played, t, text
+
+
 def context_failures(args: Args, episodes: list[Episode]) -> list[Episode]:
     """The context rows' sources: the failures of ``args.context_episodes`` (on ``args.env_id``), then those of
     ``episodes`` (the noisy-expert analysis episodes)."""
@@ -376,22 +398,16 @@ def analysis_rows(
         memory = memory if i % 2 and len(refl_eps) > 1 else None
         chat = build_reflection_messages(ep, memory=memory, form=args.reflection_form, system_prompt=system)
         add(chat, oracle_reflection_reply(ep, args.reflection_form, crit=c))  # ERL appends the base prompt itself
-    n_context = n_off = 0
-    for kind, inp, context, expert, t in context_examples(context_failures(args, episodes), args, system):
-        if n_context >= args.context_rows:
-            break
-        if kind == "lesson_off_cell" and n_off >= args.lesson_off_cell_rows:
-            continue
-        text = step_target(expert, t, args.expert_think, template)
-        if text is None:
-            continue
+    kinds = []
+    for kind, inp, context, _, _, text in counted_context_examples(
+        context_failures(args, episodes), args, template, system
+    ):
         _, ids, _ = fit_prompt(template, tokenizer, inp, args.history_length, args.max_prompt_tokens, context)
         prompts.append(ids)
         targets.append(list(tokenizer(text + eos, add_special_tokens=False)["input_ids"]))
-        if kind == "lesson_off_cell":
-            n_off += 1
-        else:
-            n_context += 1
+        kinds.append(kind)
+    n_off = kinds.count("lesson_off_cell")
+    n_context = len(kinds) - n_off
     stats = {
         "sft/analysis_episodes": float(len(episodes)),
         "sft/analysis_failures": float(len(failures)),

@@ -214,7 +214,7 @@ def context_reliance(
     env: str, model: str, *, seed: int = 1, overrides: dict | None = None, lesson_off_cell_rows: int | None = None
 ) -> dict:
     """Do the SFT's text-in-context rows need their text? On each such row of the SFT run ``model`` (rebuilt from
-    its config and ``analysis.jsonl`` by ``baselines.sft.context_examples``), the greedy move with the row's
+    its config and ``analysis.jsonl`` by ``baselines.sft.counted_context_examples``), the greedy move with the row's
     reflection or lesson in the prompt and without it, against the row's target (the env expert's move).
 
     A row whose target the model picks without the text teaches nothing about reading the text; where the two moves
@@ -235,15 +235,12 @@ def context_reliance(
     with tempfile.TemporaryDirectory() as tmp:
         config = CPU_CONFIGS / f"erl_oracle_smollm2_{env}.yaml"
         tr = _trainer(erl.ErlTrainer, erl.Args, config, model, tmp, 1, seed, overrides or {})
-        rows, counted, off = [], 0, 0
-        for kind, inp, context, expert, t in sft.context_examples(failures, args, tr.template.system_prompt):
-            if counted >= args.context_rows:
-                break
-            if kind == "lesson_off_cell" and off >= args.lesson_off_cell_rows:
-                continue
-            if sft.step_target(expert, t, args.expert_think, tr.template) is not None:
-                rows.append((kind, inp, context, expert.steps[t].action, _expert_move(expert, t)))
-                off, counted = (off + 1, counted) if kind == "lesson_off_cell" else (off, counted + 1)
+        rows = [
+            (kind, inp, context, played.steps[t].action, _expert_move(played, t))
+            for kind, inp, context, played, t, _ in sft.counted_context_examples(
+                failures, args, tr.template, tr.template.system_prompt
+            )
+        ]
         moves = {}
         tr.model.eval()
         for with_text in (True, False):
