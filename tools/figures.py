@@ -1172,29 +1172,24 @@ def blocks() -> list[tuple[Path, str, str]]:
     out.append((CPU_PAGE, "mechanism-probe", render_mechanism_probe(probes)))
     contexts = {name: json.loads(path.read_text()) for name, path in CONTEXT_ROWS.items() if path.exists()}
     out.append((CPU_PAGE, "mechanism-context-rows", render_context_rows(contexts)))
-    comparison, sapo_time = (SEED_COMPARISONS["frozenlake"], SAPO_TIMINGS["frozenlake"])
+    effects = {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()}
     out.append(
         (
             ROOT / "baselines" / "README.md",
             "seed-methods",
             render_seed_methods(
                 probes,
-                json.loads(comparison.read_text()) if comparison.exists() else None,
-                json.loads(sapo_time.read_text()) if sapo_time.exists() else None,
-                json.loads(READOUT_PROBES["frozenlake"].read_text())
-                if READOUT_PROBES["frozenlake"].exists()
-                else None,
-                json.loads(SEED_COMPARISONS["frozenlake-plans"].read_text())
-                if SEED_COMPARISONS["frozenlake-plans"].exists()
-                else None,
-                {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()},
+                _record(SEED_COMPARISONS["frozenlake"]),
+                _record(SAPO_TIMINGS["frozenlake"]),
+                _record(READOUT_PROBES["frozenlake"]),
+                _record(SEED_COMPARISONS["frozenlake-plans"]),
+                effects,
             ),
         )
     )
     for env, path in SEED_COMPARISONS.items():
         if path.exists():
             out.append((CPU_PAGE, f"seed-comparison-{env}", render_seed_comparison(json.loads(path.read_text()))))
-    effects = {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()}
     if effects:
         out.append((CPU_PAGE, "paired-effects-frozenlake", render_paired_effects(effects)))
     for env, path in READOUT_PROBES.items():
@@ -1206,6 +1201,11 @@ def blocks() -> list[tuple[Path, str, str]]:
     for name, render_cpu_path, record in CPU_PATH_BLOCKS:
         out.append((CPU_PATH_PAGE, name, render_cpu_path(json.loads((JSON.parent / record).read_text()))))
     return out
+
+
+def _record(path: Path) -> dict | None:
+    """The record at ``path``, or None where it is not written yet."""
+    return json.loads(path.read_text()) if path.exists() else None
 
 
 def _rel(path: Path) -> Path:
