@@ -50,6 +50,7 @@ gives ~1.3x the throughput of one two-thread process (HF generation is overhead-
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import math
@@ -87,17 +88,43 @@ METHODS = (
     "seed-strong-oracle",
     "sapo-readout",
 )
-#: --sft -> the SFT stage's config suffix: "" the action-only behaviour cloning, "mech" the lesson/reflection SFT,
-#: "mech_plans" the same with context rows where the text, not the board, decides the move, "mech_lessons"
-#: mech_plans with lesson rows at the cells a lesson does not name too
-SFT_VARIANTS = {"action": "", "mech": "_mech", "mech_plans": "_mech_plans", "mech_lessons": "_mech_lessons"}
-#: --sft -> how the board names that SFT stage
-SFT_NAMES = {
-    "action": "SFT",
-    "mech": "SFT with lessons and reflections",
-    "mech_plans": "SFT with lessons, reflections and plan-reading rows",
-    "mech_lessons": "SFT with plan-reading rows and lessons off their cell",
+
+
+@dataclasses.dataclass(frozen=True)
+class SftRecipe:
+    """One SFT stage the RL comparisons start from (``--sft``): its config suffix (``sft_smollm2_ENV{suffix}.yaml``;
+    its runs live in ``runs/KEY`` unless it is the action-only one), what the board calls it (baked into the
+    submitted entries: never renamed) and what the docs' tables call it."""
+
+    suffix: str
+    board: str
+    docs: str
+
+
+#: --sft -> its recipe: "action" the action-only behaviour cloning, "mech" the lesson/reflection SFT, "mech_plans"
+#: the same with context rows where the text, not the board, decides the move, "mech_lessons" mech_plans with lesson
+#: rows at the cells a lesson does not name too
+SFT_RECIPES = {
+    "action": SftRecipe("", "SFT", "action-only SFT"),
+    "mech": SftRecipe("_mech", "SFT with lessons and reflections", "lesson/reflection SFT"),
+    "mech_plans": SftRecipe("_mech_plans", "SFT with lessons, reflections and plan-reading rows", "plan-reading SFT"),
+    "mech_lessons": SftRecipe(
+        "_mech_lessons",
+        "SFT with plan-reading rows and lessons off their cell",
+        "plan-reading SFT, lessons at other cells too",
+    ),
 }
+
+
+def sft_recipe_of(model: str) -> SftRecipe:
+    """The recipe of an SFT run folder (``runs/mech_lessons/sft_smollm2_frozenlake_mech_lessons[/model]``: the
+    folder under ``runs`` names it)."""
+    for part in Path(model).parts:
+        if part in SFT_RECIPES and part != "action":
+            return SFT_RECIPES[part]
+    raise ValueError(f"{model}: not under runs/KEY for an SFT recipe KEY in {sorted(SFT_RECIPES)}")
+
+
 #: ``--sft-seeds``: the extra SFT runs take their 8-row steps in 2-row pieces (the same gradients, token-mean over the
 #: step), so one fits beside an RL job (the lesson/reflection SFT peaked at 19 GB with 8-row pieces)
 SFT_SEED_MICRO_BATCH = 2
@@ -138,7 +165,7 @@ def checkout_path(path: str) -> Path:
 def config_path(env: str, method: str, sft: str = "action") -> Path:
     """``METHOD_smollm2_ENV.yaml`` (``erl-oracle`` -> ``erl_oracle_...``; the SFT stage with ``--sft mech``:
     ``sft_smollm2_ENV_mech.yaml``)."""
-    suffix = SFT_VARIANTS[sft] if method == "sft" else ""
+    suffix = SFT_RECIPES[sft].suffix if method == "sft" else ""
     return CPU_CONFIGS / f"{method.replace('-', '_')}_smollm2_{env}{suffix}.yaml"
 
 
@@ -617,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument(
         "--sft",
-        choices=sorted(SFT_VARIANTS),
+        choices=sorted(SFT_RECIPES),
         default="action",
         help="the SFT stage every RL run starts from: action (behaviour cloning, default), mech (the "
         "lesson/reflection SFT; default folders runs/mech and runs/heldout/ENV-mech) or mech_plans (mech with "
@@ -785,10 +812,10 @@ def main(argv: list[str] | None = None) -> int:
 def entry_meta(name: str, sft_epochs: int | None = None, sft_variant: str = "action") -> dict[str, str]:
     """Board name, method and method type of one held-out evaluation (``smollm2-base``, ``smollm2-sft-grpo_s1``);
     the suite names the env. ``sft_epochs`` (``--sft-epochs``) goes into the SFT stage's name: ``SFT (3 epochs)``;
-    ``sft_variant`` (``--sft``) picks the SFT stage's name from ``SFT_NAMES``."""
+    ``sft_variant`` (``--sft``) picks the SFT stage's board name from ``SFT_RECIPES``."""
     if name == "smollm2-base":
         return {"name": "SmolLM2-135M as shipped (CPU table)", "method": "none", "method_type": "Prompting"}
-    sft = SFT_NAMES[sft_variant] + (f" ({sft_epochs} epochs)" if sft_epochs else "")
+    sft = SFT_RECIPES[sft_variant].board + (f" ({sft_epochs} epochs)" if sft_epochs else "")
     if name == "smollm2-sft":
         return {"name": f"SmolLM2-135M {sft} (CPU table)", "method": "SFT", "method_type": "SFT"}
     if name.startswith("smollm2-sft_s"):  # another training seed of the SFT stage

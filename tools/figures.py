@@ -649,14 +649,14 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
 
 
 RECORDS = ROOT / "docs" / "records"
-#: does the SFT's text-in-context rows' target need the text? (tools/mechanism_probe.py --context-rows): recipe ->
-#: its record (a recipe whose record is not written yet is left out; mech_plans: its own rows and 256 lesson rows off
-#: their cell, which it never trained on)
-CONTEXT_ROWS = {
-    "mech (the expert's moves)": RECORDS / "mechanism_context_rows_frozenlake.json",
-    "mech_plans (moves the text decides)": RECORDS / "mechanism_lesson_off_cell_frozenlake_plans.json",
-    "mech_lessons (lessons off their cell too)": RECORDS / "mechanism_context_rows_frozenlake_lessons.json",
-}
+#: does the SFT's text-in-context rows' target need the text? (tools/mechanism_probe.py --context-rows): one record per
+#: SFT recipe, the block names the recipe from the record's model (a record not written yet is left out; the
+#: plan-reading recipe's: its own rows and 256 lesson rows off their cell, which it never trained on)
+CONTEXT_ROWS = (
+    RECORDS / "mechanism_context_rows_frozenlake.json",
+    RECORDS / "mechanism_lesson_off_cell_frozenlake_plans.json",
+    RECORDS / "mechanism_context_rows_frozenlake_lessons.json",
+)
 #: what the context-rows block calls each kind of row
 CONTEXT_KINDS = {
     "reflection": "a reflection",
@@ -665,7 +665,7 @@ CONTEXT_KINDS = {
 }
 
 
-def render_context_rows(records: dict[str, dict]) -> str:
+def render_context_rows(records: list[dict]) -> str:
     """Per SFT recipe and kind of text-in-context row: how often the greedy move is the target with the text and
     without it, on all rows and on the rows whose target is not the env expert's move (only the text names it)."""
 
@@ -678,7 +678,8 @@ def render_context_rows(records: dict[str, dict]) -> str:
         "| their target, text left out | the lesson's move where it is wrong, lesson in / left out |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for recipe, rec in records.items():
+    for rec in records:
+        recipe = sft_recipe(rec["model"])
         for kind, v in rec["value"]["context_rows"].items():
             odd = v.get("rows_not_expert")
             wrong = v.get("rows_lesson_move_wrong")
@@ -694,9 +695,11 @@ def render_context_rows(records: dict[str, dict]) -> str:
                 f"{pct(v, 'target_without_text_not_expert')} | {misread} |"
             )
     lines.append("")
-    for recipe, rec in records.items():
+    for rec in records:
         v = rec["versions"]
-        lines.append(f"{recipe}: `{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}).")
+        lines.append(
+            f"{sft_recipe(rec['model'])}: `{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']})."
+        )
         lines.append("")
     return "\n".join(lines).rstrip()
 
@@ -1085,17 +1088,13 @@ PAIRED_EFFECTS = {
     "seed-lessons-oracle": RECORDS / "seed_lesson_effect_frozenlake_lessons_oracle.json",
     "erl-lessons-oracle": RECORDS / "erl_reflection_effect_frozenlake_lessons_oracle.json",
 }
-#: the SFT recipe of a probed model, by its run folder's name (the first that matches)
-SFT_RECIPES = {
-    "mech_lessons": "plan-reading SFT, lessons at other cells too",
-    "mech_plans": "plan-reading SFT",
-    "mech": "lesson/reflection SFT",
-}
 
 
 def sft_recipe(model: str) -> str:
     """What the docs call the SFT recipe of ``model`` (a run folder such as ``runs/mech_plans/sft_...``)."""
-    return next(label for key, label in SFT_RECIPES.items() if key in model)
+    from cpu_table import sft_recipe_of  # the one registry of SFT recipes: cpu_table's --sft
+
+    return sft_recipe_of(model).docs
 
 
 def render_paired_effects(records: dict[str, dict]) -> str:
@@ -1170,7 +1169,7 @@ def blocks() -> list[tuple[Path, str, str]]:
     out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
     probes = {name: json.loads(path.read_text()) for name, path in MECHANISM_PROBES.items()}
     out.append((CPU_PAGE, "mechanism-probe", render_mechanism_probe(probes)))
-    contexts = {name: json.loads(path.read_text()) for name, path in CONTEXT_ROWS.items() if path.exists()}
+    contexts = [json.loads(path.read_text()) for path in CONTEXT_ROWS if path.exists()]
     out.append((CPU_PAGE, "mechanism-context-rows", render_context_rows(contexts)))
     effects = {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()}
     out.append(

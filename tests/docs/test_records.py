@@ -58,7 +58,7 @@ def test_every_record_names_its_command_date_machine_and_versions(fig):
         assert t["command"] and t["date"] and t["commit"] and t["machine"] and t["seconds"] > 0, t
         assert "measured_by" in t or "typed in by hand" in t["source"], t  # a hand entry says so
     others = [
-        *fig.CONTEXT_ROWS.values(),
+        *fig.CONTEXT_ROWS,
         *fig.MECHANISM_PROBES.values(),
         *fig.SEED_COMPARISONS.values(),
         *fig.SAPO_TIMINGS.values(),
@@ -328,9 +328,10 @@ def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
 
 
 def test_context_rows_block_shows_each_recipe_and_the_rows_only_the_text_decides(fig):
-    def rec(rows, **extra):
+    def rec(rows, recipe="mech", **extra):
         v = {"rows": rows, "target_with_text": 0.5, "target_without_text": 0.25, "same_move_with_and_without": 0.75}
         return {
+            "model": f"runs/{recipe}/sft_smollm2_frozenlake_{recipe}",
             "value": {"context_rows": {"reflection": {**v, **extra}}},
             "command": f"probe {rows}",
             "date": "2026-01-01",
@@ -340,18 +341,24 @@ def test_context_rows_block_shows_each_recipe_and_the_rows_only_the_text_decides
 
     odd = {"rows_not_expert": 7, "target_with_text_not_expert": 0.857, "target_without_text_not_expert": 0.143}
     off = rec(
-        30, rows_not_expert=0, rows_lesson_move_wrong=12, lesson_move_with_text=0.75, lesson_move_without_text=0.25
+        30,
+        "mech_lessons",
+        rows_not_expert=0,
+        rows_lesson_move_wrong=12,
+        lesson_move_with_text=0.75,
+        lesson_move_without_text=0.25,
     )
     off["value"]["context_rows"] = {"lesson_off_cell": off["value"]["context_rows"]["reflection"]}
-    text = fig.render_context_rows({"old": rec(42), "new": rec(96, **odd), "off": off})
-    assert "| old | a reflection | 42 | 50% | 25% | 75% | n/a | n/a | n/a | n/a |" in text  # an older record: no split
-    assert "| new | a reflection | 96 | 50% | 25% | 75% | 7 | 86% | 14% | n/a |" in text
+    text = fig.render_context_rows([rec(42), rec(96, "mech_plans", **odd), off])
+    # an older record: no split
+    assert "| lesson/reflection SFT | a reflection | 42 | 50% | 25% | 75% | n/a | n/a | n/a | n/a |" in text
+    assert "| plan-reading SFT | a reflection | 96 | 50% | 25% | 75% | 7 | 86% | 14% | n/a |" in text
     # a lesson where it does not apply: how often its move is played there, with it and without
     assert (
-        "| off | a lesson, at a cell it does not name | 30 | 50% | 25% | 75% | 0 | n/a | n/a | 75% / 25% (12 rows) |"
+        "| plan-reading SFT, lessons at other cells too | a lesson, at a cell it does not name | 30 | 50% | 25% | 75% | 0 | n/a | n/a | 75% / 25% (12 rows) |"
         in text
     )
-    assert "new: `probe 96` (at abcdef0; 2026-01-01, m)." in text
+    assert "plan-reading SFT: `probe 96` (at abcdef0; 2026-01-01, m)." in text
 
 
 def test_mechanism_probe_block_shows_where_second_attempts_end_where_a_record_has_it(fig):
