@@ -910,10 +910,12 @@ def render_seed_methods(
     readout: dict | None = None,
     plans: dict | None = None,
     effects: dict[str, dict] | None = None,
+    lessons: dict | None = None,
 ) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
     SmolLM2-135M, CPU): the probe before RL (privileged and own text), then, per method, the RL comparison's
-    mechanism metric and held-out success against GRPO, as far as the comparison has run."""
+    mechanism metric and held-out success against GRPO, as far as the comparison has run; ``plans`` and ``lessons``
+    the comparisons from the plan-reading recipes."""
     oracle, own = probes["privileged (oracle) text"]["value"], probes["the model's own text"]["value"]
     stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
 
@@ -997,18 +999,26 @@ def render_seed_methods(
             f" With lesson rows at the cells a lesson does not name too, over "
             f"{paired_reflections(effects['erl-lessons-oracle'])}."
         )
-    plans_st = {st["method"]: st for st in (plans or {}).get("stages", [])}
-    if "erl-oracle" in plans_st:  # the RL comparison from that recipe, as far as it has run
-        h = plans_st["erl-oracle"]["heldout"]["t0.4"]
+
+    def after_rl_from(recipe: dict | None, method: str) -> str:
+        """The RL comparison from another SFT recipe (its record), as far as it has run, for ``method``."""
+        st = {st["method"]: st for st in (recipe or {}).get("stages", [])}
+        if method not in st:
+            return ""
+        h = st[method]["heldout"]["t0.4"]
         seeds = len(h["per_seed"])
-        plans_erl += f" After RL from it ({seeds} seed{'s' * (seeds > 1)}), held-out {h['mean']:.2f}"
-        g, grpo = h.get("against_grpo"), plans_st.get("grpo", {}).get("heldout", {}).get("t0.4")
+        text = f" After RL from it ({seeds} seed{'s' * (seeds > 1)}), held-out {h['mean']:.2f}"
+        g, grpo = h.get("against_grpo"), st.get("grpo", {}).get("heldout", {}).get("t0.4")
         if g and grpo:
-            plans_erl += (
+            text += (
                 f" against GRPO's {grpo['mean']:.2f} from the same start (tasks +{g['wins']}/-{g['losses']}, sign test "
                 f"p={g['p']:.2g})"
             )
-        plans_erl += "."
+        return text + "."
+
+    plans_st = {st["method"]: st for st in (plans or {}).get("stages", [])}
+    if "erl-oracle" in plans_st:  # the RL comparison from that recipe, as far as it has run
+        plans_erl += after_rl_from(plans, "erl-oracle")
         plans_seed = (
             f" From the plan-reading SFT recipe: {pct(sd['lesson_conditioned_success'])} lesson-conditioned against "
             f"{pct(sd['lesson_free_success'])} lesson-free."
@@ -1020,6 +1030,7 @@ def render_seed_methods(
                 f" With lesson rows at the cells a lesson does not name too, over "
                 f"{paired_lessons(effects['seed-lessons-oracle'])}."
             )
+            plans_seed += after_rl_from(lessons, "seed-oracle")
     lines = [
         f"- **SEED**: before RL, on {oracle['seed']['probe_tasks']:.0f} tasks, privileged lessons gave "
         f"{pct(oracle['seed']['lesson_conditioned_success'])} against {pct(oracle['seed']['lesson_free_success'])} "
@@ -1055,7 +1066,7 @@ def render_seed_methods(
     cmds += [comparison["command"]] if comparison else []
     cmds += [sapo_time["command"]] if sapo_time else []
     cmds += [readout["command"]] if readout else []
-    cmds += [plans["command"]] if plans else []
+    cmds += [rec["command"] for rec in (plans, lessons) if rec]
     cmds += [e["command"] for e in (effects or {}).values()]
     v = probes["privileged (oracle) text"]["versions"]
     lines += [
@@ -1183,6 +1194,7 @@ def blocks() -> list[tuple[Path, str, str]]:
                 _record(READOUT_PROBES["frozenlake"]),
                 _record(SEED_COMPARISONS["frozenlake-plans"]),
                 effects,
+                _record(SEED_COMPARISONS["frozenlake-lessons"]),
             ),
         )
     )

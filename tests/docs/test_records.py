@@ -401,6 +401,17 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
     effects["seed-lessons-oracle"] = {"value": {"lessons": {"pairs": pairs}}, "command": "python tools/x.py L"}
     seed = fig.render_seed_methods(probes, None, None, None, plans, effects).splitlines()[0]
     assert "With lesson rows at the cells a lesson does not name too, over 3 tasks, paired by task" in seed
+    assert "where the lesson is about a failed episode. After RL" not in seed  # that recipe's RL has not run
+    lessons = {
+        "stages": [stage("grpo", 0.71), stage("seed-oracle", 0.72, {"wins": 1, "losses": 0, "p": 1.0})],
+        "command": "python tools/cpu_table.py --sft mech_lessons L",
+    }
+    text = fig.render_seed_methods(probes, None, None, None, plans, effects, lessons)
+    assert (
+        "where the lesson is about a failed episode. After RL from it (1 seed), held-out 0.72 against GRPO's 0.71 "
+        "from the same start (tasks +1/-0, sign test p=1)." in text.splitlines()[0]
+    )
+    assert "`python tools/cpu_table.py --sft mech_lessons L`" in text
 
 
 def test_the_paired_effects_block_computes_the_gain_from_the_recorded_pairs(fig):
