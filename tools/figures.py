@@ -591,6 +591,11 @@ MECHANISM_PROBES = {
     "the model's own text": ROOT / "docs" / "records" / "mechanism_probe_frozenlake_self.json",
     PLANS_PROBE: ROOT / "docs" / "records" / "mechanism_probe_frozenlake_plans_oracle.json",
 }
+#: the same probe on Sokoban, from its three-epoch lesson/reflection SFT start (a record not written yet is left out)
+SOKOBAN_PROBES = {
+    "privileged (oracle) text": ROOT / "docs" / "records" / "mechanism_probe_sokoban_oracle.json",
+    "the model's own text": ROOT / "docs" / "records" / "mechanism_probe_sokoban_self.json",
+}
 
 
 def render_mechanism_probe(records: dict[str, dict]) -> str:
@@ -711,6 +716,8 @@ SEED_COMPARISONS = {
     "frozenlake-plans": RECORDS / "cpu_mech_plans_frozenlake.json",
     # and from the plan-reading recipe with lesson rows off their cell too (tools/cpu_table.py --sft mech_lessons)
     "frozenlake-lessons": RECORDS / "cpu_mech_lessons_frozenlake.json",
+    # Sokoban, from its three-epoch lesson/reflection SFT (tools/cpu_table.py --env sokoban --sft mech)
+    "sokoban": RECORDS / "cpu_mech_sokoban.json",
 }
 #: mechanism metric -> what the comparison block calls it
 MECHANISM_LABELS = {
@@ -1180,6 +1187,9 @@ def blocks() -> list[tuple[Path, str, str]]:
     out.append((ROOT / "baselines" / "README.md", "reported", render_reported()))
     probes = {name: json.loads(path.read_text()) for name, path in MECHANISM_PROBES.items()}
     out.append((CPU_PAGE, "mechanism-probe", render_mechanism_probe(probes)))
+    sokoban = {name: json.loads(path.read_text()) for name, path in SOKOBAN_PROBES.items() if path.exists()}
+    if sokoban:
+        out.append((CPU_PAGE, "mechanism-probe-sokoban", render_mechanism_probe(sokoban)))
     contexts = [json.loads(path.read_text()) for path in CONTEXT_ROWS if path.exists()]
     out.append((CPU_PAGE, "mechanism-context-rows", render_context_rows(contexts)))
     effects = {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()}

@@ -60,6 +60,7 @@ def test_every_record_names_its_command_date_machine_and_versions(fig):
     others = [
         *fig.CONTEXT_ROWS,
         *fig.MECHANISM_PROBES.values(),
+        *fig.SOKOBAN_PROBES.values(),
         *fig.SEED_COMPARISONS.values(),
         *fig.SAPO_TIMINGS.values(),
     ]
