@@ -435,7 +435,9 @@ def analysis_metrics(
     """The model's own lessons (all episodes) and reflections (failed ones), scored against the privileged analyser.
 
     ``lesson_parse_rate``: replies ``parse_lesson`` accepts; ``lesson_oracle_match``: parsed lessons whose
-    ``episode_skill`` equals the oracle's (the same mistake, place and better move); ``reflection_tagged_rate``:
+    ``episode_skill`` equals the oracle's (the same mistake, place and better move); ``lesson_unparsed_cut`` /
+    ``lesson_unparsed_solved``: replies it refuses that ran into ``max_new_tokens`` / that are about a solved episode
+    (each over all episodes: where the unparsed ones come from); ``reflection_tagged_rate``:
     replies with a closed reflection block (ERL's ``erl/reflection_tagged_rate``); ``reflection_plan_match``:
     reflections that hold the oracle's better move sentence and plan (slippery ice: the first move).
     """
@@ -455,16 +457,20 @@ def analysis_metrics(
         temperature=temperature,
         seed=seed,
     )
-    parsed = match = 0
+    parsed = match = cut = solved = 0
     for ep, c, r in zip(episodes, crits, replies):
         try:
             lesson = parse_lesson(r.text)
         except LessonParseError:
+            cut += r.finish_reason == "length"
+            solved += bool(ep.success)
             continue
         parsed += 1
         match += lesson.fields.get("episode_skill") == oracle_lesson(ep, c)["episode_skill"]
     out["lesson_parse_rate"] = parsed / len(episodes)
     out["lesson_oracle_match"] = match / len(episodes)
+    out["lesson_unparsed_cut"] = cut / len(episodes)
+    out["lesson_unparsed_solved"] = solved / len(episodes)
     failed = [(ep, c) for ep, c in zip(episodes, crits) if not ep.success]
     if failed:
         tag = "reflection" if form == "in_context" else "prompt"

@@ -615,6 +615,14 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
         ("SEED: lesson-free success", lambda v: pct(v["seed"]["lesson_free_success"])),
         ("SEED: lesson-conditioned success (same tasks)", lambda v: pct(v["seed"]["lesson_conditioned_success"])),
     ]
+    if any("lesson_unparsed_cut" in r["value"]["writing"] for r in records.values()):  # where unparsed ones come from
+        rows[1:1] = [
+            (f"lessons that do not parse: {what}", lambda v, key=key: pct(v["writing"].get(key)))
+            for what, key in (
+                ("cut at the token budget", "lesson_unparsed_cut"),
+                ("about a solved episode", "lesson_unparsed_solved"),
+            )
+        ]
     first = records[names[0]]
     if any("first_step_mistakes" in r["value"]["erl"] for r in records.values()):
         rows += [

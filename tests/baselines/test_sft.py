@@ -370,7 +370,8 @@ def test_validation_scores_the_models_own_lessons_and_reflections_against_the_or
 
         def generate(self, prompts, **kw):
             out, self.texts = self.texts[: len(prompts)], self.texts[len(prompts) :]
-            return [Completion(ids=[], text=t, logprobs=None, finish_reason="stop") for t in out]
+            # a reply that never closed its JSON ran into the budget, as a looping greedy reply does
+            return [Completion([], t, None, "stop" if t.rstrip().endswith(("}", ">")) else "length") for t in out]
 
     from agentgym.models.tiny import make_tiny_model
 
@@ -385,6 +386,12 @@ def test_validation_scores_the_models_own_lessons_and_reflections_against_the_or
     m = sft.analysis_metrics(Replies(vague), tok, eps, system_prompt=None)
     assert m["lesson_parse_rate"] == 1.0 and m["lesson_oracle_match"] == 0.0  # parses, says nothing of the task
     assert m["reflection_tagged_rate"] == 0.0 and m["reflection_plan_match"] == 0.0
+    assert m["lesson_unparsed_cut"] == m["lesson_unparsed_solved"] == 0.0
+    # where the unparsed lessons come from: a reply looping over the moves until the budget, about a solved episode
+    looping = ['{"episode_summary": "Reached the goal in 3 moves: right, down, down, down, down, down'] * len(eps)
+    m = sft.analysis_metrics(Replies(looping + good[len(eps) :]), tok, eps, system_prompt=None)
+    assert m["lesson_parse_rate"] == 0.0 and m["lesson_unparsed_cut"] == 1.0
+    assert m["lesson_unparsed_solved"] == sum(e.success for e in eps) / len(eps) > 0
 
 
 def test_lesson_off_cell_rows_add_the_lessons_other_cells_and_leave_the_counted_rows_alone(tmp_path):

@@ -372,6 +372,11 @@ def test_mechanism_probe_block_shows_where_second_attempts_end_where_a_record_ha
     assert "| ERL: second attempts that make the named mistake again | n/a | 5 |" in text
     assert "| ERL: second attempts that get past it and go wrong elsewhere | n/a | 41 |" in text
     assert "second attempts that solve" not in fig.render_mechanism_probe({old: probes[old]})
+    new["value"]["writing"].update(lesson_parse_rate=0.75, lesson_unparsed_cut=0.25, lesson_unparsed_solved=0.1875)
+    text = fig.render_mechanism_probe({old: probes[old], "new": new})
+    assert "| lessons that do not parse: cut at the token budget | n/a | 25% |" in text
+    assert "| lessons that do not parse: about a solved episode | n/a | 19% |" in text
+    assert "do not parse" not in fig.render_mechanism_probe({old: probes[old]})
 
 
 def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_run(fig):
