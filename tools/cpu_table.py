@@ -92,11 +92,10 @@ METHODS = (
 
 @dataclasses.dataclass(frozen=True)
 class SftRecipe:
-    """One SFT stage the RL comparisons start from (``--sft``): its config suffix (``sft_smollm2_ENV{suffix}.yaml``;
-    its runs live in ``runs/KEY`` unless it is the action-only one), what the board calls it (baked into the
+    """One SFT stage the RL comparisons start from (``--sft KEY``: config ``sft_smollm2_ENV_KEY.yaml``, runs in
+    ``runs/KEY``; the action-only one ``sft_smollm2_ENV.yaml`` in ``runs``): what the board calls it (baked into the
     submitted entries: never renamed) and what the docs' tables call it."""
 
-    suffix: str
     board: str
     docs: str
 
@@ -105,13 +104,11 @@ class SftRecipe:
 #: the same with context rows where the text, not the board, decides the move, "mech_lessons" mech_plans with lesson
 #: rows at the cells a lesson does not name too
 SFT_RECIPES = {
-    "action": SftRecipe("", "SFT", "action-only SFT"),
-    "mech": SftRecipe("_mech", "SFT with lessons and reflections", "lesson/reflection SFT"),
-    "mech_plans": SftRecipe("_mech_plans", "SFT with lessons, reflections and plan-reading rows", "plan-reading SFT"),
+    "action": SftRecipe("SFT", "action-only SFT"),
+    "mech": SftRecipe("SFT with lessons and reflections", "lesson/reflection SFT"),
+    "mech_plans": SftRecipe("SFT with lessons, reflections and plan-reading rows", "plan-reading SFT"),
     "mech_lessons": SftRecipe(
-        "_mech_lessons",
-        "SFT with plan-reading rows and lessons off their cell",
-        "plan-reading SFT, lessons at other cells too",
+        "SFT with plan-reading rows and lessons off their cell", "plan-reading SFT, lessons at other cells too"
     ),
 }
 
@@ -165,7 +162,7 @@ def checkout_path(path: str) -> Path:
 def config_path(env: str, method: str, sft: str = "action") -> Path:
     """``METHOD_smollm2_ENV.yaml`` (``erl-oracle`` -> ``erl_oracle_...``; the SFT stage with ``--sft mech``:
     ``sft_smollm2_ENV_mech.yaml``)."""
-    suffix = SFT_RECIPES[sft].suffix if method == "sft" else ""
+    suffix = f"_{sft}" if method == "sft" and sft != "action" else ""
     return CPU_CONFIGS / f"{method.replace('-', '_')}_smollm2_{env}{suffix}.yaml"
 
 
