@@ -665,11 +665,14 @@ RECORDS = ROOT / "docs" / "records"
 #: does the SFT's text-in-context rows' target need the text? (tools/mechanism_probe.py --context-rows): one record per
 #: SFT recipe, the block names the recipe from the record's model (a record not written yet is left out; the
 #: plan-reading recipe's: its own rows and 256 lesson rows off their cell, which it never trained on)
-CONTEXT_ROWS = (
-    RECORDS / "mechanism_context_rows_frozenlake.json",
-    RECORDS / "mechanism_lesson_off_cell_frozenlake_plans.json",
-    RECORDS / "mechanism_context_rows_frozenlake_lessons.json",
-)
+CONTEXT_ROWS = {
+    "mechanism-context-rows": (  # FrozenLake: the CPU page's block -> its records
+        RECORDS / "mechanism_context_rows_frozenlake.json",
+        RECORDS / "mechanism_lesson_off_cell_frozenlake_plans.json",
+        RECORDS / "mechanism_context_rows_frozenlake_lessons.json",
+    ),
+    "mechanism-context-rows-sokoban": (RECORDS / "mechanism_context_rows_sokoban.json",),
+}
 #: what the context-rows block calls each kind of row
 CONTEXT_KINDS = {
     "reflection": "a reflection",
@@ -1198,8 +1201,10 @@ def blocks() -> list[tuple[Path, str, str]]:
     sokoban = {name: json.loads(path.read_text()) for name, path in SOKOBAN_PROBES.items() if path.exists()}
     if sokoban:
         out.append((CPU_PAGE, "mechanism-probe-sokoban", render_mechanism_probe(sokoban)))
-    contexts = [json.loads(path.read_text()) for path in CONTEXT_ROWS if path.exists()]
-    out.append((CPU_PAGE, "mechanism-context-rows", render_context_rows(contexts)))
+    for block, paths in CONTEXT_ROWS.items():
+        contexts = [json.loads(path.read_text()) for path in paths if path.exists()]
+        if contexts:
+            out.append((CPU_PAGE, block, render_context_rows(contexts)))
     effects = {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()}
     out.append(
         (

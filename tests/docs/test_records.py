@@ -58,7 +58,7 @@ def test_every_record_names_its_command_date_machine_and_versions(fig):
         assert t["command"] and t["date"] and t["commit"] and t["machine"] and t["seconds"] > 0, t
         assert "measured_by" in t or "typed in by hand" in t["source"], t  # a hand entry says so
     others = [
-        *fig.CONTEXT_ROWS,
+        *[path for paths in fig.CONTEXT_ROWS.values() for path in paths],
         *fig.MECHANISM_PROBES.values(),
         *fig.SOKOBAN_PROBES.values(),
         *fig.SEED_COMPARISONS.values(),
