@@ -101,7 +101,7 @@ class Args(BaseArgs):
     rows' first sources, before the noisy-expert ones: rows where that model's own moves went wrong"""
     context_plans: str = "expert"
     """what the context rows play: ``expert`` -- the env expert's episode, every step (its moves are the action rows'
-    own, so the text is rarely needed to predict them); ``varied`` (non-slippery FrozenLake) -- a shortest path drawn
+    own, so the text is rarely needed to predict them); ``varied`` (non-slippery FrozenLake, Sokoban) -- a shortest path drawn
     at random through the failure's mistake, with the reflection's plan and the lesson's better move written for
     that path (``agentgym.agents.oracle.varied_critique``), and rows only where the text decides the move: the
     mistake's cell (both texts name its move) and, for reflections (whose plan names every cell's move), each cell
@@ -308,7 +308,7 @@ def context_examples(
         crit = varied_critique(ep, rng) if varied else critique(ep)
         if varied:
             if not crit.plan_choices:
-                continue  # no drawn plan through a mistake (slippery, Sokoban, a budget failure): nothing to read
+                continue  # no drawn plan through a mistake (slippery ice, a spent budget): nothing to read
             played = run_episodes(args.env_id, ScriptedAgent(crit.plan), [spec], env_kwargs=env_kwargs).episodes[0]
         else:
             played = experts[i]

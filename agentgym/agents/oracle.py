@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentgym.core import normalize_action
@@ -339,46 +340,101 @@ def critique(episode: Episode) -> Critique:
 
 
 def varied_critique(episode: Episode, rng) -> Critique:
-    """:func:`critique` of a failed non-slippery FrozenLake episode with the plan drawn at random among the shortest
-    safe paths through its mistake (privileged).
+    """:func:`critique` of a failed non-slippery FrozenLake or Sokoban episode with the plan drawn at random among
+    the shortest paths through its mistake (FrozenLake: safe ones; Sokoban: solutions) (privileged).
 
-    The episode's moves before its first mistake all brought P one cell closer to the goal, so they start a
-    shortest path; from the mistake's cell on, each move is drawn (``rng``, a ``numpy`` generator) among those that
-    do too. The better move is the plan's move there. Where a board has several shortest paths the plan is then not
-    the one the env's expert (and an action-only SFT) takes: a policy has to read it to follow it -- the SFT rows
-    that teach reading it (``baselines.sft``'s ``context_plans: varied``). Other episodes get :func:`critique`
-    unchanged.
+    The episode's moves before its first mistake all shortened what was left by one move (FrozenLake: P's distance
+    to the goal; Sokoban: the level's shortest solution), so they start a shortest path; from the mistake's state
+    on, each move is drawn (``rng``, a ``numpy`` generator) among those that do too. The better move is the plan's
+    move there. Where a board has several shortest paths the plan is then not the one the env's expert (and an
+    action-only SFT) takes: a policy has to read it to follow it -- the SFT rows that teach reading it
+    (``baselines.sft``'s ``context_plans: varied``). Other episodes get :func:`critique` unchanged.
     """
-    from agentgym.envs.frozen_lake import ACTIONS
-
     c = critique(episode)
-    if c.env != "frozenlake" or c.slippery or c.success or c.mistake_step is None or c.kind == "budget":
+    if c.slippery or c.success or c.mistake_step is None or c.kind == "budget":
         return c
-    env, u, _ = replay_env(episode)
+    env, u, kind = replay_env(episode)
     try:
-        start = u._pos
+        walk = _fl_shortest(u) if kind == "frozenlake" else _sk_shortest(u)
+        start = walk.here()
         for action in c.actions[: c.mistake_step - 1]:
             env.step(action)
-        dist = _fl_distances(u)
-
-        def good(cell: int) -> list[int]:  # the moves that keep to a shortest path
-            return [a for a in range(4) if dist.get(u._next(cell, a), 10**9) == dist[cell] - 1]
-
-        plan, pos = list(c.actions[: c.mistake_step - 1]), u._pos
-        while dist.get(pos, 0) > 0 and len(plan) < 4 * u._n * u._n:
-            moves = good(pos)  # a cell at distance d > 0 has a neighbour at d - 1
-            a = moves[int(rng.integers(len(moves)))]
-            plan.append(ACTIONS[a])
-            pos = u._next(pos, a)
-        cells, choices, pos = [], [], start  # where P stands before each move of the plan, and its options there
+        plan, state = list(c.actions[: c.mistake_step - 1]), walk.here()
+        while (moves := walk.good(state)) and len(plan) < 4 * walk.cells:
+            a = moves[int(rng.integers(len(moves)))]  # the state is not the goal: a move keeps to a shortest path
+            plan.append(walk.names[a])
+            state = walk.step(state, a)
+        cells, choices, state = [], [], start  # where P stands before each move of the plan, and its options there
         for move in plan:
-            cells.append(_cell(pos, u._n))
-            choices.append(len(good(pos)))
-            pos = u._next(pos, ACTIONS.index(move))
+            cells.append(_cell(walk.player(state), walk.width))
+            choices.append(len(walk.good(state)))
+            state = walk.step(state, walk.names.index(move))
     finally:
         env.close()
     c.plan, c.plan_cells, c.plan_choices, c.better = plan, cells, choices, plan[c.mistake_step - 1]
     return c
+
+
+@dataclass
+class _Shortest:
+    """The shortest paths of a grid env from its live state (for :func:`varied_critique`): ``here()`` the env's
+    state now, ``good(state)`` the moves (indices into ``names``) that shorten what is left by one (none at the
+    goal), ``step(state, move)`` the next state, ``player(state)`` P's cell; ``width`` / ``cells`` the grid's."""
+
+    names: tuple[str, ...]
+    width: int
+    cells: int
+    here: Callable[[], object]
+    good: Callable[[object], list[int]]
+    step: Callable[[object, int], object]
+    player: Callable[[object], int]
+
+
+def _fl_shortest(u) -> _Shortest:
+    from agentgym.envs.frozen_lake import ACTIONS
+
+    dist = _fl_distances(u)
+
+    def good(cell: int) -> list[int]:
+        return [a for a in range(4) if dist.get(u._next(cell, a), 10**9) == dist.get(cell, 0) - 1]
+
+    return _Shortest(ACTIONS, u._n, u._n * u._n, lambda: u._pos, good, u._next, lambda cell: cell)
+
+
+def _sk_shortest(u) -> _Shortest:
+    """Sokoban: a state is ``(player, boxes)``; what is left is the solver's shortest solution from it."""
+    from agentgym.envs.sokoban.env import ACTIONS
+    from agentgym.envs.sokoban.solver import solve
+
+    left: dict[tuple[int, frozenset[int]], int | None] = {}
+
+    def solution(state) -> int | None:
+        if state not in left:
+            moves = solve(u._walls, u._width, u._targets, state[1], state[0])
+            left[state] = None if moves is None else len(moves)
+        return left[state]
+
+    def step(state, d: int):  # as the env moves: a wall, or a box that cannot move, leaves the state as it is
+        player, boxes = state
+        o = u._offsets[d]
+        q = player + o
+        if u._walls[q] or (q in boxes and (u._walls[q + o] or q + o in boxes)):
+            return state
+        return q, (boxes - {q}) | {q + o} if q in boxes else boxes
+
+    def good(state) -> list[int]:
+        n = solution(state)
+        return [d for d in range(4) if n and solution(step(state, d)) == n - 1]
+
+    return _Shortest(
+        ACTIONS,
+        u._width,
+        len(u._walls),
+        lambda: (u._player, frozenset(u._boxes)),
+        good,
+        step,
+        lambda state: state[0],
+    )
 
 
 def oracle_lesson(episode: Episode, crit: Critique | None = None) -> dict[str, str]:

@@ -178,3 +178,27 @@ def test_varied_plan_keeps_the_attempts_good_prefix_and_draws_among_the_shortest
     assert varied_critique(ep, np.random.default_rng(0)).plan == varied_critique(ep, np.random.default_rng(0)).plan
     won = play(env, ExpertAgent(), EpisodeSpec(seed=0, options={"map": lake}))
     assert varied_critique(won, np.random.default_rng(0)).plan == critique(won).plan  # successes: unchanged
+
+
+def test_varied_sokoban_plan_is_a_shortest_solution_through_the_mistake_drawn_among_several():
+    import numpy as np
+
+    env = "agentgym/Sokoban-v0"
+    eps = run_episodes(env, RandomAgent(seed=1), seed_specs(40, seed=5)).episodes
+    drawn = 0
+    for ep in eps:
+        c0 = critique(ep)
+        if ep.success or c0.kind in ("budget", ""):
+            continue
+        plans = set()
+        for seed in range(6):
+            c = varied_critique(ep, np.random.default_rng(seed))
+            k = c0.mistake_step
+            assert c.plan[: k - 1] == c0.actions[: k - 1] and len(c.plan) == len(c0.plan)  # shortest, through it
+            assert c.better == c.plan[k - 1] and c.mistake == c0.mistake and len(c.plan_choices) == len(c.plan)
+            assert c.plan[k - 1] != c0.actions[k - 1] or c0.kind == "invalid"  # the mistake is not a shortest move
+            won = play(env, ScriptedAgent(c.plan), EpisodeSpec(seed=ep.seed, options=ep.options))
+            assert won.success and len(won.steps) == len(c.plan)
+            plans.add(tuple(c.plan))
+        drawn += len(plans) > 1
+    assert drawn > 0  # levels with several shortest solutions: the plan is drawn, not the solver's one

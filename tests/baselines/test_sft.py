@@ -458,9 +458,16 @@ def test_varied_context_rows_sit_where_the_text_decides_the_move_and_follow_it(t
     assert expert_differs > 0  # rows the expert's move (the action rows' target) would get wrong
     with pytest.raises(ValueError, match="context_plans"):
         list(sft.context_examples(failures, tiny_args(tmp_path, context_rows=1, context_plans="drawn"), None))
-    for env_id in ("agentgym/FrozenLake-v0", "agentgym/Sokoban-v0"):  # no shortest path to draw: no rows, no error
-        eps = sft.noisy_expert_episodes(env_id, 24, seed=300, noise=0.7, agent_seed=1, log=None)
-        other = tiny_args(tmp_path, env_id=env_id, context_rows=8, context_plans="varied")
-        assert [e for e in eps if not e.success] and list(
-            sft.context_examples(sft.context_failures(other, eps), other, None)
-        ) == []
+    # slippery ice: no shortest path to draw, so no rows and no error
+    eps = sft.noisy_expert_episodes("agentgym/FrozenLake-v0", 24, seed=300, noise=0.7, agent_seed=1, log=None)
+    other = tiny_args(tmp_path, env_id="agentgym/FrozenLake-v0", context_rows=8, context_plans="varied")
+    assert [e for e in eps if not e.success] and list(
+        sft.context_examples(sft.context_failures(other, eps), other, None)
+    ) == []
+    # Sokoban: the drawn solutions' rows, each at the mistake or (a reflection) where the plan picks among moves
+    eps = sft.noisy_expert_episodes("agentgym/Sokoban-v0", 24, seed=300, noise=0.7, agent_seed=1, log=None)
+    other = tiny_args(tmp_path, env_id="agentgym/Sokoban-v0", context_rows=8, context_plans="varied")
+    rows = list(sft.context_examples(sft.context_failures(other, eps), other, None))
+    assert {kind for kind, *_ in rows} == {"reflection", "lesson"}
+    for _, _, _, played, t in rows:
+        assert played.success and t < len(played.steps)  # the drawn plan solves the level
