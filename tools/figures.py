@@ -921,6 +921,51 @@ def render_readout_probe(rec: dict) -> str:
     return "\n".join(lines)
 
 
+def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None) -> str:
+    """The seed-methods summary's Sokoban line: the probe before RL (privileged text; the model's own where its
+    record exists), then each seed method's held-out success against GRPO as far as the comparison has run."""
+
+    def pct(x: float) -> str:
+        return f"{100 * x:.0f}%"
+
+    oracle = probes["privileged (oracle) text"]["value"]
+    sd, e = oracle["seed"], oracle["erl"]
+    text = (
+        f"- **On Sokoban** (from its three-epoch lesson/reflection SFT): before RL, on {sd['probe_tasks']:.0f} tasks, "
+        f"privileged lessons gave {pct(sd['lesson_conditioned_success'])} against {pct(sd['lesson_free_success'])} "
+        f"lesson-free on the same tasks, and with the privileged reflection second attempts succeed "
+        f"{pct(e['second_success'])} against {pct(e['first_success_same_tasks'])} for the same tasks' other first "
+        f"attempts (the CPU page's Sokoban section says why)."
+    )
+    if "the model's own text" in probes:
+        own = probes["the model's own text"]["value"]
+        w = own["writing"]
+        text += (
+            f" The model's own lessons parse {pct(w['lesson_parse_rate'])} of the time at the writing check "
+            f"({pct(w['lesson_unparsed_cut'])} of the episodes get one cut at the token budget), its reflections close "
+            f"their block {pct(w['reflection_tagged_rate'])}; its own lessons give "
+            f"{pct(own['seed']['lesson_conditioned_success'])} against {pct(own['seed']['lesson_free_success'])}, its "
+            f"own reflections {pct(own['erl']['second_success'])} against {pct(own['erl']['first_success_same_tasks'])}."
+        )
+    stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
+    grpo = stages.get("grpo", {}).get("heldout", {}).get("t0.4")
+    rows = []
+    for method, st in stages.items():
+        h = st["heldout"]["t0.4"]
+        g = h.get("against_grpo")
+        if method == "grpo" or not g or not grpo:
+            continue
+        seeds = len(h["per_seed"])
+        same = [grpo["per_seed"][s] for s in h["per_seed"] if s in grpo["per_seed"]]  # GRPO of the same seeds
+        rows.append(
+            f"{st['label'].removeprefix('SFT+')} {h['mean']:.2f} against {sum(same) / len(same):.2f} "
+            f"({seeds} seed{'s' * (seeds > 1)}; tasks +{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g})"
+        )
+    if rows:
+        text += f" After RL, held-out success at T=0.4 against GRPO's from the same start: {'; '.join(rows)}."
+    return text
+
+
 def render_seed_methods(
     probes: dict[str, dict],
     comparison: dict | None,
@@ -929,11 +974,14 @@ def render_seed_methods(
     plans: dict | None = None,
     effects: dict[str, dict] | None = None,
     lessons: dict | None = None,
+    sokoban: dict[str, dict] | None = None,
+    sokoban_comparison: dict | None = None,
 ) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
     SmolLM2-135M, CPU): the probe before RL (privileged and own text), then, per method, the RL comparison's
     mechanism metric and held-out success against GRPO, as far as the comparison has run; ``plans`` and ``lessons``
-    the comparisons from the plan-reading recipes."""
+    the comparisons from the plan-reading recipes; ``sokoban`` / ``sokoban_comparison`` Sokoban's probes (as
+    ``SOKOBAN_PROBES``) and comparison, a line of their own."""
     oracle, own = probes["privileged (oracle) text"]["value"], probes["the model's own text"]["value"]
     stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
 
@@ -1080,8 +1128,11 @@ def render_seed_methods(
             f" The best linear read-out of the SFT model's state-end hidden state (what the two read-out rows can learn, "
             f"the body held fixed), cross-validated over {r['episodes']} episodes: {r['probe_corr']:.2f}."
         )
+    if sokoban:
+        lines.append(sokoban_seed_line(sokoban, sokoban_comparison))
     cmds = [p["command"] for p in probes.values()]
-    cmds += [comparison["command"]] if comparison else []
+    cmds += [p["command"] for p in (sokoban or {}).values()]
+    cmds += [rec["command"] for rec in (comparison, sokoban_comparison) if rec]
     cmds += [sapo_time["command"]] if sapo_time else []
     cmds += [readout["command"]] if readout else []
     cmds += [rec["command"] for rec in (plans, lessons) if rec]
@@ -1218,6 +1269,8 @@ def blocks() -> list[tuple[Path, str, str]]:
                 _record(SEED_COMPARISONS["frozenlake-plans"]),
                 effects,
                 _record(SEED_COMPARISONS["frozenlake-lessons"]),
+                {name: json.loads(path.read_text()) for name, path in SOKOBAN_PROBES.items() if path.exists()},
+                _record(SEED_COMPARISONS["sokoban"]),
             ),
         )
     )

@@ -446,3 +446,41 @@ def test_the_paired_effects_block_computes_the_gain_from_the_recorded_pairs(fig)
     assert "| SEED, lesson/reflection SFT | privileged lesson, about a solved one | 1 | 1.00 | 1.00 | +0.00 |" in text
     assert "| ERL, plan-reading SFT | privileged reflection | 2 | 0.50 | 0.25 | +0.25 (0.75) | 1 / 1 |" in text
     assert "`python tools/mechanism_probe.py --lessons` (at abcdef0" in text and "--reflections` (at" in text
+
+
+def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_comparison_have_run(fig):
+    probes = {name: json.loads(path.read_text()) for name, path in fig.MECHANISM_PROBES.items()}
+    oracle = {"value": {"seed": {"probe_tasks": 64.0, "lesson_conditioned_success": 0.66, "lesson_free_success": 0.64},
+                        "erl": {"second_success": 0.15, "first_success_same_tasks": 0.13}}, "command": "probe O"}  # fmt: skip
+    assert "On Sokoban" not in fig.render_seed_methods(probes, None, None)
+    line = fig.render_seed_methods(probes, None, None, sokoban={"privileged (oracle) text": oracle}).splitlines()[3]
+    assert line.startswith("- **On Sokoban**") and "privileged lessons gave 66% against 64% lesson-free" in line
+    assert "second attempts succeed 15% against 13%" in line and "own lessons" not in line and "After RL" not in line
+    own = {"value": {"writing": {"lesson_parse_rate": 0.75, "lesson_unparsed_cut": 0.25, "reflection_tagged_rate": 1.0},
+                     "seed": {"lesson_conditioned_success": 0.5, "lesson_free_success": 0.6},
+                     "erl": {"second_success": 0.1, "first_success_same_tasks": 0.2}}, "command": "probe S"}  # fmt: skip
+
+    def stage(method, label, per_seed, against=None):
+        mean = sum(per_seed.values()) / len(per_seed)
+        h = {"per_seed": per_seed, "mean": mean, **({"against_grpo": against} if against else {})}
+        return {"method": method, "label": label, "heldout": {"t0.4": h}}
+
+    comparison = {
+        "stages": [
+            stage("grpo", "SFT+GRPO", {"1": 0.78, "2": 0.70}),
+            stage("seed-oracle", "SFT+SEED (oracle lessons)", {"1": 0.80}, {"wins": 5, "losses": 3, "p": 0.727}),
+            stage("erl", "SFT+ERL", {"1": 0.70, "2": 0.72}, {"wins": 4, "losses": 10, "p": 0.18}),
+        ],
+        "command": "python tools/cpu_table.py --env sokoban C",
+    }
+    text = fig.render_seed_methods(
+        probes, None, None, sokoban={"privileged (oracle) text": oracle, "the model's own text": own},
+        sokoban_comparison=comparison,
+    )  # fmt: skip
+    line = text.splitlines()[3]
+    assert "own lessons parse 75% of the time at the writing check (25% of the episodes get one cut" in line
+    assert "its own lessons give 50% against 60%, its own reflections 10% against 20%." in line
+    # each method against GRPO of its own RL seeds
+    assert "SEED (oracle lessons) 0.80 against 0.78 (1 seed; tasks +5/-3, sign test p=0.73)" in line
+    assert "ERL 0.71 against 0.74 (2 seeds; tasks +4/-10, sign test p=0.18)" in line
+    assert "`probe S`" in text and "`python tools/cpu_table.py --env sokoban C`" in text
