@@ -921,6 +921,12 @@ def render_readout_probe(rec: dict) -> str:
     return "\n".join(lines)
 
 
+def grpo_same_seeds(h: dict, grpo: dict) -> float:
+    """GRPO's mean held-out success over the RL seeds ``h`` (a method's held-out stage) has: what it is paired with."""
+    same = [grpo["per_seed"][s] for s in h["per_seed"] if s in grpo["per_seed"]]
+    return sum(same) / len(same)
+
+
 def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None) -> str:
     """The seed-methods summary's Sokoban line: the probe before RL (privileged text; the model's own where its
     record exists), then each seed method's held-out success against GRPO as far as the comparison has run."""
@@ -956,9 +962,8 @@ def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None) -> str:
         if method == "grpo" or not g or not grpo:
             continue
         seeds = len(h["per_seed"])
-        same = [grpo["per_seed"][s] for s in h["per_seed"] if s in grpo["per_seed"]]  # GRPO of the same seeds
         rows.append(
-            f"{st['label'].removeprefix('SFT+')} {h['mean']:.2f} against {sum(same) / len(same):.2f} "
+            f"{st['label'].removeprefix('SFT+')} {h['mean']:.2f} against {grpo_same_seeds(h, grpo):.2f} "
             f"({seeds} seed{'s' * (seeds > 1)}; tasks +{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g})"
         )
     if rows:
@@ -998,9 +1003,8 @@ def render_seed_methods(
         text = f"after RL ({seeds} seed{'s' * (seeds > 1)}): held-out {h['mean']:.2f}"
         if "mean" in grpo and method != "grpo":
             g = h["against_grpo"]
-            same = [grpo["per_seed"][s] for s in h["per_seed"] if s in grpo["per_seed"]]  # GRPO of the same seeds
             text += (
-                f" against GRPO's {sum(same) / len(same):.2f} (tasks +{g['wins']}/-{g['losses']}, sign test "
+                f" against GRPO's {grpo_same_seeds(h, grpo):.2f} (tasks +{g['wins']}/-{g['losses']}, sign test "
                 f"p={g['p']:.2g})"
             )
             verdict = seed_verdict(st, list(stages.values()), head, short=True)
@@ -1269,7 +1273,7 @@ def blocks() -> list[tuple[Path, str, str]]:
                 _record(SEED_COMPARISONS["frozenlake-plans"]),
                 effects,
                 _record(SEED_COMPARISONS["frozenlake-lessons"]),
-                {name: json.loads(path.read_text()) for name, path in SOKOBAN_PROBES.items() if path.exists()},
+                sokoban,
                 _record(SEED_COMPARISONS["sokoban"]),
             ),
         )
