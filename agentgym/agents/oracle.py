@@ -35,8 +35,9 @@ from dataclasses import dataclass, field
 from agentgym.core import normalize_action
 from agentgym.episodes import Episode
 
-#: Bump when the text below changes (the SFT targets and oracle runs depend on it).
-VERSION = "grid-oracle-v1"
+#: Bump when the text below changes (the SFT targets and oracle runs depend on it). v2: Sokoban's lesson about a
+#: solved episode no longer lists the played moves (FrozenLake's text is as in v1).
+VERSION = "grid-oracle-v2"
 
 
 class UnsupportedEnv(ValueError):
@@ -64,6 +65,10 @@ class Critique:
         goal: what success is, in the env's letters (``the goal (G)``).
         plan_choices: from :func:`varied_critique` only: how many moves keep to a shortest path at each cell of
             ``plan`` (more than one: the plan's text, not the board, decides the move there).
+        list_played: a lesson about a solved episode lists the moves played (FrozenLake). Sokoban's does not:
+            SmolLM2-135M, taught to copy them, looped on one move until its token budget ran out on every
+            unparsed lesson of its probe (``up, up, up, ...``), so its lesson gives the count and the shortest
+            solution's length instead.
     """
 
     env: str
@@ -80,6 +85,7 @@ class Critique:
     plan_cells: list[str] = field(default_factory=list)
     goal: str = "every box on a target"
     plan_choices: list[int] = field(default_factory=list)
+    list_played: bool = True
 
 
 # -- replay ------------------------------------------------------------------------------------------------
@@ -255,7 +261,7 @@ def _critique_sokoban(episode: Episode, env, u) -> Critique:
 
     w = u._width
     actions = [s.action for s in episode.steps]
-    c = Critique(env="sokoban", success=episode.success, actions=actions)
+    c = Critique(env="sokoban", success=episode.success, actions=actions, list_played=False)
     me, wall, target = (u.symbols[k].strip() for k in ("player", "wall", "target"))  # the env's own letters
     start_plan = _sk_plan(u)
     c.plan = [ACTIONS[d] for d in (start_plan or [])]
@@ -442,7 +448,11 @@ def oracle_lesson(episode: Episode, crit: Critique | None = None) -> dict[str, s
     c = crit or critique(episode)
     n = len(c.actions)
     if c.success:
-        summary = f"Reached {c.goal} in {n} move{'s' * (n != 1)}: {_plan_text(c.actions)}."
+        summary = f"Reached {c.goal} in {n} move{'s' * (n != 1)}"
+        if c.list_played:
+            summary += f": {_plan_text(c.actions)}."
+        else:
+            summary += f"; the shortest solution takes {len(c.plan)}." if c.plan else "."
         if c.mistake_step is not None and c.mistake:
             summary += f" One move was wasted: {c.mistake}"
         skill = c.rule

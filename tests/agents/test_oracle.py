@@ -80,6 +80,24 @@ def test_sokoban_push_against_the_wall_is_stuck_and_the_solver_move_is_better():
     assert (critique(wall).mistake_step, critique(wall).kind) == (1, "wall")
 
 
+def test_sokoban_lesson_on_a_solved_episode_counts_the_moves_without_listing_them():
+    # a detour (up, then back down) before the push left: solved in 3 moves, the solver's plan takes 1
+    level = "#####\n#___#\n#OXP#\n#___#\n#####"
+    ep = play(
+        "agentgym/Sokoban-v0",
+        ScriptedAgent(["up", "down", "left"]),
+        EpisodeSpec(seed=0, options={"level": level}),
+    )
+    assert ep.success
+    lesson = oracle_lesson(ep)
+    # the played moves are not copied (SmolLM2 looped on them), the plan in the skill is the solver's
+    assert lesson["episode_summary"].startswith(
+        "Reached every box on a target in 3 moves; the shortest solution takes 1."
+    )
+    assert "up, down" not in lesson["episode_summary"] and "'up'" in lesson["episode_summary"]
+    assert lesson["episode_skill"].endswith("Here the shortest plan was left.")
+
+
 @pytest.mark.parametrize("env_id", ["agentgym/FrozenLakeNotSlippery-v0", "agentgym/Sokoban-v0"])
 def test_expert_episodes_have_no_mistake_and_the_plan_is_what_the_expert_played(env_id):
     for ep in run_episodes(env_id, ExpertAgent(), seed_specs(6, seed=11)).episodes:
