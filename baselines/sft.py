@@ -24,6 +24,7 @@ Run: ``python baselines/sft.py --config baselines/configs/cpu/sft_smollm2_frozen
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -615,6 +616,23 @@ def plot_sft_curve(history: list[dict[str, float]], path: Path, *, title: str) -
 
 
 # -- the loop -------------------------------------------------------------------------------------------
+def _taught(cfg: dict) -> bool:
+    """The recipe has rows from the privileged analyser (lessons, reflections, text in context)."""
+    return any(cfg.get(k) for k in ("lesson_rows", "reflection_rows", "context_rows"))
+
+
+def oracle_text_of(run_dir: str | Path) -> int | None:
+    """The version of the privileged analyser's text (``agentgym.agents.oracle.TEXT_VERSIONS``) an SFT run folder's
+    rows were written in; None for an action-only recipe. Runs from before the field: version 1."""
+    from agentgym.rl.config import load_config_file
+
+    run_dir = Path(run_dir)
+    if not (run_dir / "config.yaml").exists() or not _taught(load_config_file(run_dir / "config.yaml")):
+        return None
+    info = run_dir / "versions.json"
+    return int(json.loads(info.read_text()).get("oracle_text", 1)) if info.exists() else 1
+
+
 def train(args: Args) -> dict[str, float]:
     """Fine-tune on the episode logs; returns the last epoch's metrics."""
     trainer = Trainer(args, algo="sft")
@@ -648,6 +666,16 @@ def train(args: Args) -> dict[str, float]:
     done_here = 0
     # config.yaml, versions.json and train.log as in an RL run folder; one line per epoch on the console too
     info = RunInfo(trainer.run_dir, args, device=str(trainer.device), console=True, unit="epoch")
+    if info.enabled and _taught(vars(args)):  # which privileged text the rows are in (oracle_text_of reads it)
+        from agentgym.agents.oracle import TEXT_VERSIONS, text_kind
+
+        path = trainer.run_dir / "versions.json"
+        path.write_text(
+            json.dumps(
+                {**json.loads(path.read_text()), "oracle_text": TEXT_VERSIONS[text_kind(args.env_id)]}, indent=2
+            )
+            + "\n"
+        )
     if trainer.iteration == 0 and args.val_every:
         trainer.logger.log(0, validate(trainer))  # the starting model, for the curve
     while trainer.iteration < args.total_iterations:

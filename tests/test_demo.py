@@ -217,6 +217,23 @@ def test_mechanism_probe_measures_writing_erl_and_seed_on_a_trained_run(tmp_path
     assert out["seed"]["probe_tasks"] == 2.0
 
 
+def test_mechanism_probe_writing_alone_says_why_the_unparsed_lessons_failed(tmp_path):
+    """``--writing``: the model's own lessons and reflections on held-out episodes, with the unparsed lessons split
+    by cause (cut at the token budget; about a solved episode)."""
+    import mechanism_probe
+
+    from agentgym.agents.oracle import TEXT_VERSIONS
+    from baselines.sft import oracle_text_of
+
+    _tiny_sft(tmp_path, lesson_rows=2, analysis_episodes=8)
+    assert oracle_text_of(tmp_path / "sft") == TEXT_VERSIONS["frozenlake"]  # what the records say it learned
+    tiny = {"model": "tiny", "max_new_tokens": 4, "max_prompt_tokens": 512, "dtype": "float32"}
+    out = mechanism_probe.writing("frozenlake", str(tmp_path / "sft"), episodes=3, overrides=tiny)
+    assert out["lesson_episodes"] == 3.0 and out["lesson_parse_rate"] == 0.0  # a random tiny model writes no JSON
+    assert out["lesson_unparsed_cut"] == 1.0  # ... and runs into the 160-token budget on every episode
+    assert 0.0 <= out["lesson_unparsed_solved"] <= 1.0
+
+
 def test_mechanism_probe_lessons_pairs_each_task_conditioned_against_its_lesson_free_rollouts(tmp_path):
     """``--lessons``: one SEED collection with oracle lessons, one lesson-conditioned episode per task with a
     lesson, paired with that task's lesson-free mean; split by the lesson's source episode."""
@@ -567,6 +584,19 @@ def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path
     (sft / "model" / "model.safetensors").write_bytes(b"other weights")
     with pytest.raises(SystemExit, match="started from the SFT checkpoint"):
         cpu_table.check_sft(archive, sft, "again")
+    assert cpu_table.sft_provenance(json.loads((archive / "sft.json").read_text())) == {"sft_sha256": digest}
+    # a lesson/reflection recipe: its archive says which privileged text it learned, and the record repeats it; an
+    # archive from before the field was written with the first text
+    from agentgym.agents.oracle import TEXT_VERSIONS
+
+    (sft / "config.yaml").write_text("env_id: agentgym/Sokoban-v0\nlesson_rows: 96\n")
+    (sft / "versions.json").write_text(json.dumps({"oracle_text": TEXT_VERSIONS["sokoban"]}))
+    taught = tmp_path / "taught-archive"
+    digest = cpu_table.check_sft(taught, sft, "python baselines/sft.py --config sft_smollm2_sokoban_mech.yaml")
+    meta = json.loads((taught / "sft.json").read_text())
+    assert cpu_table.sft_provenance(meta) == {"sft_sha256": digest, "oracle_text": TEXT_VERSIONS["sokoban"]}
+    del meta["oracle_text"]
+    assert cpu_table.sft_provenance(meta)["oracle_text"] == 1
 
 
 def test_mechanism_probe_sorts_second_attempts_by_the_mistake_their_reflection_named():

@@ -346,9 +346,19 @@ def weights_sha256(model_dir: Path) -> str:
     return h.hexdigest()
 
 
+def sft_provenance(meta: dict) -> dict:
+    """What a comparison record says of its SFT start from ``archive/sft.json``: the weights' hash and, for a
+    lesson/reflection recipe, the version of the privileged text it learned (archives from before the field: 1)."""
+    out = {"sft_sha256": meta["sha256"]}
+    if "oracle_text" in meta or "_mech" in meta["command"]:
+        out["oracle_text"] = meta.get("oracle_text", 1)
+    return out
+
+
 def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
-    """The SFT checkpoint's hash, written to ``archive/sft.json`` the first time; a later checkpoint that differs
-    from the archived runs' start is refused (their comparison would no longer be paired)."""
+    """The SFT checkpoint's hash, written to ``archive/sft.json`` the first time (with, for a lesson/reflection
+    recipe, the version of the privileged text it learned: ``baselines.sft.oracle_text_of``); a later checkpoint that differs from the archived runs' start is refused (their comparison would no longer be
+    paired)."""
     digest = weights_sha256(sft_dir / "model")
     meta = archive / "sft.json"
     if meta.exists():
@@ -361,14 +371,17 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
             )
         return digest
     from agentgym.rl.runinfo import versions
+    from baselines.sft import oracle_text_of
 
     archive.mkdir(parents=True, exist_ok=True)
     v = versions()
+    text = oracle_text_of(sft_dir)
     meta.write_text(
         json.dumps(
             {
                 "sha256": digest,
                 "command": command,
+                **({"oracle_text": text} if text is not None else {}),
                 "versions": {k: v.get(k) for k in ("torch", "transformers", "numpy", "platform")},
                 "date": time.strftime("%Y-%m-%d", time.gmtime()),
             },
@@ -776,7 +789,7 @@ def main(argv: list[str] | None = None) -> int:
             **comparison(opts.env, opts.methods, seeds, temps, runs, out, opts.sft, extra_sft),
             "runs": os.path.relpath(runs, ROOT),
             **(
-                {"archive": os.path.relpath(archive, ROOT), "sft_sha256": json.loads(sft_meta.read_text())["sha256"]}
+                {"archive": os.path.relpath(archive, ROOT), **sft_provenance(json.loads(sft_meta.read_text()))}
                 if archive is not None and (sft_meta := archive / "sft.json").exists()
                 else {}
             ),

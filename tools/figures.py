@@ -598,6 +598,23 @@ SOKOBAN_PROBES = {
 }
 
 
+def oracle_text_note(record: dict) -> str:
+    """A sentence where ``record`` (a lesson/reflection recipe's probe or comparison) ran with an earlier version of
+    the privileged analyser's text than the code writes now -- its numbers then describe a start the recipe no
+    longer trains; empty otherwise. Records from before the ``oracle_text`` field ran with version 1."""
+    from agentgym.agents.oracle import TEXT_CHANGES, TEXT_VERSIONS, text_kind
+
+    kind = text_kind(record.get("env") or record["suite"])
+    had, now = record.get("oracle_text", 1), TEXT_VERSIONS[kind]
+    if had == now:
+        return ""
+    changes = "; ".join(TEXT_CHANGES[(kind, v)] for v in range(had + 1, now + 1) if (kind, v) in TEXT_CHANGES)
+    return (
+        f"These numbers come from the privileged analyser's text version {had} (the SFT start was taught it); the "
+        f"recipe now uses version {now} ({changes}) and they have not been measured again from it."
+    )
+
+
 def render_mechanism_probe(records: dict[str, dict]) -> str:
     """ERL's second vs first attempts and SEED's lesson-conditioned vs lesson-free success before RL, per text."""
 
@@ -656,6 +673,8 @@ def render_mechanism_probe(records: dict[str, dict]) -> str:
         commit = r["versions"]["git_commit"][:7]
         out.append(f"{n}: `{r['command']}` (at {commit}; {r['date']}, {r['machine']}, {r['wall_s'] / 60:.0f} min)")
         out.append("")
+        if note := oracle_text_note(r):
+            out += [note, ""]
     v = first["versions"]
     out.append(f"Versions: Python {v['python']}, torch {v['torch']}, transformers {v['transformers']}.")
     return "\n".join(out)
@@ -717,6 +736,8 @@ def render_context_rows(records: list[dict]) -> str:
             f"{sft_recipe(rec['model'])}: `{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']})."
         )
         lines.append("")
+        if note := oracle_text_note(rec):
+            lines += [note, ""]
     return "\n".join(lines).rstrip()
 
 
@@ -861,6 +882,8 @@ def render_seed_comparison(rec: dict) -> str:
         f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}; Python {v['python']}, "
         f"torch {v['torch']}, transformers {v['transformers']}).",
     ]
+    if note := oracle_text_note(rec):
+        lines += ["", note]
     return "\n".join(lines)
 
 
@@ -936,8 +959,10 @@ def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None) -> str:
 
     oracle = probes["privileged (oracle) text"]["value"]
     sd, e = oracle["seed"], oracle["erl"]
+    stale = oracle_text_note(probes["privileged (oracle) text"])
     text = (
-        f"- **On Sokoban** (from its three-epoch lesson/reflection SFT): before RL, on {sd['probe_tasks']:.0f} tasks, "
+        f"- **On Sokoban** (from its three-epoch lesson/reflection SFT"
+        f"{', as first written' if stale else ''}): before RL, on {sd['probe_tasks']:.0f} tasks, "
         f"privileged lessons gave {pct(sd['lesson_conditioned_success'])} against {pct(sd['lesson_free_success'])} "
         f"lesson-free on the same tasks, and with the privileged reflection second attempts succeed "
         f"{pct(e['second_success'])} against {pct(e['first_success_same_tasks'])} for the same tasks' other first "
@@ -968,6 +993,8 @@ def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None) -> str:
         )
     if rows:
         text += f" After RL, held-out success at T=0.4 against GRPO's from the same start: {'; '.join(rows)}."
+    if stale or (comparison and oracle_text_note(comparison)):
+        text += " " + (stale or oracle_text_note(comparison))
     return text
 
 

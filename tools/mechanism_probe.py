@@ -29,6 +29,8 @@ split by whether the lesson was written about a failed or a successful episode. 
 step 2 alone the same way: each second attempt against its task's other first attempts, with the first-move and
 outcome counts of the full probe.
 
+``--writing`` runs step 1 alone (``--episodes`` episodes): whether an SFT recipe's own text parses, and why not.
+
 ``--context-rows`` measures instead whether the SFT run's own text-in-context rows needed their text: on each, the
 greedy move with the reflection or lesson in the prompt and without it, against the row's target.
 
@@ -73,7 +75,7 @@ def probe(
     """All three measurements for one model folder (a run folder with a checkpoint, ``--init-from`` style);
     ``overrides`` replaces config fields (the tests' tiny model)."""
     from agentgym.agent_io import seed_specs
-    from baselines import erl, sft
+    from baselines import erl
     from baselines import seed as seed_mod
 
     out: dict = {}
@@ -82,12 +84,7 @@ def probe(
         t0 = time.perf_counter()
         config = CPU_CONFIGS / f"erl_{variant}smollm2_{env}.yaml"
         tr = _trainer(erl.ErlTrainer, erl.Args, config, model, tmp, tasks, seed, overrides or {})
-        eps = sft.held_out_analysis_episodes(ENVS[env], episodes, seed=PROBE_SEED, noise=0.5, agent_seed=seed)
-        tr.model.eval()
-        with tr.autocast():
-            out["writing"] = sft.analysis_metrics(
-                tr.generator, tr.tokenizer, eps, system_prompt=tr.template.system_prompt, max_new_tokens=160
-            )
+        out["writing"] = _writing(tr, env, episodes, seed)
         out["erl"] = erl_step(tr, seed_specs(tasks, seed=PROBE_SEED + 10_000), own=own, seed=seed)
         out["time_erl_s"] = time.perf_counter() - t0
         del tr
@@ -103,6 +100,30 @@ def probe(
         }
         out["time_seed_s"] = time.perf_counter() - t0
     return out
+
+
+def _writing(tr, env: str, episodes: int, seed: int) -> dict:
+    """The writing check with ``tr``'s model and prompt: its own lessons and reflections (greedy, 160 new tokens)
+    on ``episodes`` held-out noisy-expert episodes (``baselines.sft.analysis_metrics``)."""
+    from baselines import sft
+
+    eps = sft.held_out_analysis_episodes(ENVS[env], episodes, seed=PROBE_SEED, noise=0.5, agent_seed=seed)
+    tr.model.eval()
+    with tr.autocast():
+        return sft.analysis_metrics(
+            tr.generator, tr.tokenizer, eps, system_prompt=tr.template.system_prompt, max_new_tokens=160
+        )
+
+
+def writing(env: str, model: str, *, episodes: int, seed: int = 1, overrides: dict | None = None) -> dict:
+    """The writing check alone (``--writing``): whether the model's own lessons parse and its reflections close
+    their tags, and why the others do not (cut at the token budget, about a solved episode)."""
+    from baselines import erl
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = CPU_CONFIGS / f"erl_smollm2_{env}.yaml"
+        tr = _trainer(erl.ErlTrainer, erl.Args, config, model, tmp, 1, seed, overrides or {})
+        return _writing(tr, env, episodes, seed)
 
 
 def erl_step(tr, specs: list, *, own: bool, seed: int) -> dict:
@@ -494,6 +515,11 @@ def main(argv: list[str] | None = None) -> int:
         help="instead: ERL's reflection effect alone on --tasks tasks, each second attempt paired with its task's "
         "other first attempts, with the p of no gain",
     )
+    p.add_argument(
+        "--writing",
+        action="store_true",
+        help="instead: the writing check alone (the model's own lessons and reflections on --episodes episodes)",
+    )
     p.add_argument("--out", default=None, help="write the record here (JSON)")
     opts = p.parse_args(argv)
     if not Path(opts.model).exists():
@@ -515,12 +541,17 @@ def main(argv: list[str] | None = None) -> int:
         value = {"lessons": lesson_effect(opts.env, opts.model, tasks=opts.tasks, own=opts.own, seed=opts.seed)}
     elif opts.readout:
         value = {"readout": readout_ceiling(opts.env, opts.model, tasks=opts.tasks, seed=opts.seed)}
+    elif opts.writing:
+        value = {"writing": writing(opts.env, opts.model, episodes=opts.episodes, seed=opts.seed)}
     else:
         value = probe(opts.env, opts.model, episodes=opts.episodes, tasks=opts.tasks, own=opts.own, seed=opts.seed)
+    from baselines.sft import oracle_text_of
+
     record = {
         "value": value,
         "env": ENVS[opts.env],
         "model": opts.model,
+        "oracle_text": oracle_text_of(opts.model),  # the privileged text the SFT start learned
         "versions": versions(),
         "date": time.strftime("%Y-%m-%d", time.gmtime(t0)),
         "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs",

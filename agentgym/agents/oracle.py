@@ -35,13 +35,25 @@ from dataclasses import dataclass, field
 from agentgym.core import normalize_action
 from agentgym.episodes import Episode
 
-#: Bump when the text below changes (the SFT targets and oracle runs depend on it). v2: Sokoban's lesson about a
-#: solved episode no longer lists the played moves (FrozenLake's text is as in v1).
-VERSION = "grid-oracle-v2"
-
 
 class UnsupportedEnv(ValueError):
     """The episode's env has no privileged analyser."""
+
+
+#: The version of each env's text: bump it (and say what changed in TEXT_CHANGES) when the text below changes. The
+#: SFT recipes that learn it and the oracle runs depend on it; records of them say which version they ran
+#: (``oracle_text``; records from before the field: version 1).
+TEXT_VERSIONS = {"frozenlake": 1, "sokoban": 2}
+TEXT_CHANGES = {("sokoban", 2): "a lesson about a solved episode no longer lists the moves played"}
+
+
+def text_kind(env_id: str) -> str:
+    """``frozenlake`` or ``sokoban``: which text of :data:`TEXT_VERSIONS` an env id (or suite name) gets."""
+    name = env_id.lower()
+    for kind in TEXT_VERSIONS:
+        if kind in name:
+            return kind
+    raise UnsupportedEnv(f"{env_id}: no privileged analyser (FrozenLake and Sokoban have one)")
 
 
 @dataclass

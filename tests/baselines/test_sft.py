@@ -207,6 +207,7 @@ def test_tiny_sft_run_lowers_the_loss_on_expert_data(sft_run, tmp_path):
     before, after = sft.mean_nll(fresh, batch), sft.mean_nll(trained, batch)
     assert after < 0.6 * before, (before, after)
     assert (args.run_dir / "model" / "config.json").exists()  # the HF folder for `agentgym eval --agent hf:...`
+    assert sft.oracle_text_of(args.run_dir) is None  # action rows only: no privileged text learned
 
 
 def test_init_from_loads_the_sft_checkpoint_into_an_rl_baseline(sft_run, tmp_path):
