@@ -232,6 +232,13 @@ def test_mechanism_probe_writing_alone_says_why_the_unparsed_lessons_failed(tmp_
     assert out["lesson_episodes"] == 3.0 and out["lesson_parse_rate"] == 0.0  # a random tiny model writes no JSON
     assert out["lesson_unparsed_cut"] == 1.0  # ... and runs into the 160-token budget on every episode
     assert 0.0 <= out["lesson_unparsed_solved"] <= 1.0
+    # a finished run whose checkpoints were pruned is probed from its exported model, with the same weights
+    import shutil
+
+    for ckpt in (tmp_path / "sft").glob("ckpt_*"):
+        shutil.rmtree(ckpt)
+    del tiny["model"]
+    assert mechanism_probe.writing("frozenlake", str(tmp_path / "sft"), episodes=3, overrides=tiny) == out
 
 
 def test_mechanism_probe_lessons_pairs_each_task_conditioned_against_its_lesson_free_rollouts(tmp_path):

@@ -63,6 +63,8 @@ def _trainer(trainer_cls, args_cls, config: Path, model: str, tmp: str, tasks: i
 
     cfg = load_config_file(config)
     cfg.update(init_from=model, output_dir=tmp, exp_name="probe", num_tasks=tasks, progress=False, plot=False)
+    if not any(Path(model).glob("ckpt_*")) and (Path(model) / "model" / "config.json").exists():
+        cfg.update(model=str(Path(model) / "model"), init_from=None)  # checkpoints pruned: the exported model
     cfg.update(seed=seed, **overrides)
     if "log_episodes" in {f.name for f in dataclasses.fields(args_cls)}:  # ERL's and SEED's episode logs: not kept
         cfg["log_episodes"] = False
