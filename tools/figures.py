@@ -692,6 +692,49 @@ CONTEXT_ROWS = {
     ),
     "mechanism-context-rows-sokoban": (RECORDS / "mechanism_context_rows_sokoban.json",),
 }
+#: the writing check alone (tools/mechanism_probe.py --writing), one record per SFT start: the CPU page's block ->
+#: its records (one not written yet is left out)
+WRITING_CHECKS = {
+    "lesson-writing-sokoban": (
+        RECORDS / "lesson_writing_sokoban_text1.json",  # the recipe's first text, lessons listing the moves played
+        RECORDS / "lesson_writing_sokoban.json",
+    ),
+}
+WRITING_ROWS = (
+    ("lessons that parse", "lesson_parse_rate"),
+    ("lessons that do not parse: cut at the token budget", "lesson_unparsed_cut"),
+    ("lessons that do not parse: about a solved episode", "lesson_unparsed_solved"),
+    ("lessons whose skill is the privileged analyser's", "lesson_oracle_match"),
+    ("reflections in their tags", "reflection_tagged_rate"),
+)
+
+
+def render_writing_checks(records: list[dict]) -> str:
+    """The SFT starts' own lessons and reflections on held-out noisy-expert episodes (greedy), one column per
+    start, named by the version of the privileged text it learned."""
+    w0 = records[0]["value"]["writing"]
+    lines = [
+        f"The model's own text on {w0['lesson_episodes']:.0f} held-out noisy-expert episodes (greedy, 160 new tokens; "
+        f"reflections on the {w0['reflection_episodes']:.0f} that failed), by the version of the privileged text its "
+        "SFT start learned:",
+        "",
+        "| | " + " | ".join(f"text v{r.get('oracle_text', 1)}" for r in records) + " |",
+        "|---|" + "---|" * len(records),
+    ]
+    for label, key in WRITING_ROWS:
+        cells = [r["value"]["writing"].get(key) for r in records]
+        lines.append(f"| {label} | " + " | ".join("n/a" if c is None else f"{100 * c:.0f}%" for c in cells) + " |")
+    lines.append("")
+    for r in records:
+        v = r["versions"]
+        lines += [
+            f"text v{r.get('oracle_text', 1)}: `{r['command']}` (at {v['git_commit'][:7]}; {r['date']}, {r['machine']}, "
+            f"{r['wall_s'] / 60:.0f} min; Python {v['python']}, torch {v['torch']}, transformers {v['transformers']}).",
+            "",
+        ]
+    return "\n".join(lines).rstrip()
+
+
 #: what the context-rows block calls each kind of row
 CONTEXT_KINDS = {
     "reflection": "a reflection",
@@ -1287,6 +1330,10 @@ def blocks() -> list[tuple[Path, str, str]]:
         contexts = [json.loads(path.read_text()) for path in paths if path.exists()]
         if contexts:
             out.append((CPU_PAGE, block, render_context_rows(contexts)))
+    for block, paths in WRITING_CHECKS.items():
+        checks = [json.loads(path.read_text()) for path in paths if path.exists()]
+        if checks:
+            out.append((CPU_PAGE, block, render_writing_checks(checks)))
     effects = {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()}
     out.append(
         (
