@@ -598,13 +598,16 @@ SOKOBAN_PROBES = {
 }
 
 
-def oracle_text_note(record: dict) -> str:
+def oracle_text_note(record: dict, env: str | None = None) -> str:
     """A sentence where ``record`` (a lesson/reflection recipe's probe or comparison) ran with an earlier version of
     the privileged analyser's text than the code writes now -- its numbers then describe a start the recipe no
     longer trains; empty otherwise. Records from before the ``oracle_text`` field ran with version 1."""
-    from agentgym.agents.oracle import TEXT_CHANGES, TEXT_VERSIONS, text_kind
+    from agentgym.agents.oracle import TEXT_CHANGES, TEXT_VERSIONS, UnsupportedEnv, text_kind
 
-    kind = text_kind(record.get("env") or record["suite"])
+    try:
+        kind = text_kind(env or record.get("env") or record.get("suite") or "")
+    except UnsupportedEnv:
+        return ""  # an env without a privileged analyser (or a record that names none): no text to be stale
     had, now = record.get("oracle_text", 1), TEXT_VERSIONS[kind]
     if had == now:
         return ""
@@ -1002,7 +1005,7 @@ def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None) -> str:
 
     oracle = probes["privileged (oracle) text"]["value"]
     sd, e = oracle["seed"], oracle["erl"]
-    stale = oracle_text_note(probes["privileged (oracle) text"])
+    stale = oracle_text_note(probes["privileged (oracle) text"], "sokoban")
     text = (
         f"- **On Sokoban** (from its three-epoch lesson/reflection SFT"
         f"{', as first written' if stale else ''}): before RL, on {sd['probe_tasks']:.0f} tasks, "
@@ -1036,8 +1039,8 @@ def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None) -> str:
         )
     if rows:
         text += f" After RL, held-out success at T=0.4 against GRPO's from the same start: {'; '.join(rows)}."
-    if stale or (comparison and oracle_text_note(comparison)):
-        text += " " + (stale or oracle_text_note(comparison))
+    if note := stale or (comparison and oracle_text_note(comparison, "sokoban")):
+        text += " " + note
     return text
 
 

@@ -484,3 +484,34 @@ def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_com
     assert "SEED (oracle lessons) 0.80 against 0.78 (1 seed; tasks +5/-3, sign test p=0.73)" in line
     assert "ERL 0.71 against 0.74 (2 seeds; tasks +4/-10, sign test p=0.18)" in line
     assert "`probe S`" in text and "`python tools/cpu_table.py --env sokoban C`" in text
+
+
+def test_a_record_from_an_earlier_privileged_text_says_so_and_the_writing_block_has_a_column_per_text(fig):
+    from agentgym.agents.oracle import TEXT_VERSIONS
+
+    now = TEXT_VERSIONS["sokoban"]
+    assert now > 1  # Sokoban's text changed once: records from before it are flagged
+    old = {"env": "agentgym/Sokoban-v0"}  # written before the field: the first text
+    assert f"text version 1 (the SFT start was taught it); the recipe now uses version {now}" in fig.oracle_text_note(
+        old
+    )
+    assert "no longer lists the moves played" in fig.oracle_text_note(old)
+    assert fig.oracle_text_note({"env": "agentgym/Sokoban-v0", "oracle_text": now}) == ""
+    assert fig.oracle_text_note({"suite": "frozenlake-notslippery"}) == ""  # FrozenLake's text never changed
+    assert fig.oracle_text_note({"suite": "alfworld"}) == ""  # no privileged analyser there
+
+    def check(version, parse, cut):
+        writing = {"lesson_parse_rate": parse, "lesson_unparsed_cut": cut, "lesson_oracle_match": 0.5,
+                   "reflection_tagged_rate": 1.0, "lesson_episodes": 32.0, "reflection_episodes": 16.0}  # fmt: skip
+        versions = {"git_commit": "abcdef0", "python": "3.11", "torch": "2", "transformers": "5"}
+        return {"value": {"writing": writing}, "oracle_text": version, "versions": versions, "date": "d",
+                "machine": "m", "wall_s": 60.0, "command": f"probe v{version}"}  # fmt: skip
+
+    first = check(1, 0.75, 0.25)
+    del first["oracle_text"]
+    text = fig.render_writing_checks([first, check(now, 1.0, 0.0)])
+    assert f"| | text v1 | text v{now} |" in text
+    assert "| lessons that parse | 75% | 100% |" in text
+    assert "| lessons that do not parse: cut at the token budget | 25% | 0% |" in text
+    assert "| lessons that do not parse: about a solved episode | n/a | n/a |" in text
+    assert "`probe v1`" in text and f"`probe v{now}`" in text
