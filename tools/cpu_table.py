@@ -350,15 +350,15 @@ def sft_provenance(meta: dict) -> dict:
     """What a comparison record says of its SFT start from ``archive/sft.json``: the weights' hash and, for a
     lesson/reflection recipe, the version of the privileged text it learned (archives from before the field: 1)."""
     out = {"sft_sha256": meta["sha256"]}
-    if "oracle_text" in meta or "_mech" in meta["command"]:
+    if "oracle_text" in meta or "_mech" in meta["command"]:  # the lesson/reflection recipes: sft_smollm2_ENV_mech*
         out["oracle_text"] = meta.get("oracle_text", 1)
     return out
 
 
 def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
     """The SFT checkpoint's hash, written to ``archive/sft.json`` the first time (with, for a lesson/reflection
-    recipe, the version of the privileged text it learned: ``baselines.sft.oracle_text_of``); a later checkpoint that differs from the archived runs' start is refused (their comparison would no longer be
-    paired)."""
+    recipe, the version of the privileged text it learned: ``baselines.sft.oracle_text_of``); a later checkpoint
+    that differs from the archived runs' start is refused (their comparison would no longer be paired)."""
     digest = weights_sha256(sft_dir / "model")
     meta = archive / "sft.json"
     if meta.exists():
