@@ -621,6 +621,15 @@ def _taught(cfg: dict) -> bool:
     return any(cfg.get(k) for k in ("lesson_rows", "reflection_rows", "context_rows"))
 
 
+def _provenance(args: Args) -> dict[str, int]:
+    """For the run's ``versions.json``: which version of the privileged text its rows are in (``oracle_text_of``)."""
+    if not _taught(vars(args)):
+        return {}
+    from agentgym.agents.oracle import TEXT_VERSIONS, text_kind
+
+    return {"oracle_text": TEXT_VERSIONS[text_kind(args.env_id)]}
+
+
 def oracle_text_of(run_dir: str | Path) -> int | None:
     """The version of the privileged analyser's text (``agentgym.agents.oracle.TEXT_VERSIONS``) an SFT run folder's
     rows were written in; None for an action-only recipe. Runs from before the field: version 1."""
@@ -665,17 +674,9 @@ def train(args: Args) -> dict[str, float]:
     last: dict[str, float] = {}
     done_here = 0
     # config.yaml, versions.json and train.log as in an RL run folder; one line per epoch on the console too
-    info = RunInfo(trainer.run_dir, args, device=str(trainer.device), console=True, unit="epoch")
-    if info.enabled and _taught(vars(args)):  # which privileged text the rows are in (oracle_text_of reads it)
-        from agentgym.agents.oracle import TEXT_VERSIONS, text_kind
-
-        path = trainer.run_dir / "versions.json"
-        path.write_text(
-            json.dumps(
-                {**json.loads(path.read_text()), "oracle_text": TEXT_VERSIONS[text_kind(args.env_id)]}, indent=2
-            )
-            + "\n"
-        )
+    info = RunInfo(
+        trainer.run_dir, args, device=str(trainer.device), console=True, unit="epoch", provenance=_provenance(args)
+    )
     if trainer.iteration == 0 and args.val_every:
         trainer.logger.log(0, validate(trainer))  # the starting model, for the curve
     while trainer.iteration < args.total_iterations:

@@ -107,6 +107,7 @@ class RunInfo:
         console: also log iteration lines to stderr (when no progress bar is shown).
         enabled: False on non-main ranks (nothing written).
         unit: what one step of the run is called in its lines (``iteration``; SFT: ``epoch``).
+        provenance: more for ``versions.json`` (the SFT: which privileged text its rows are in).
     """
 
     def __init__(
@@ -118,6 +119,7 @@ class RunInfo:
         console: bool = False,
         enabled: bool = True,
         unit: str = "iteration",
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         self.run_dir = Path(run_dir)
         self.enabled = enabled
@@ -127,7 +129,8 @@ class RunInfo:
             return
         self.run_dir.mkdir(parents=True, exist_ok=True)
         write_config(self.run_dir, args)
-        (self.run_dir / "versions.json").write_text(json.dumps(versions(device), indent=2) + "\n")
+        info = {**versions(device), **(provenance or {})}
+        (self.run_dir / "versions.json").write_text(json.dumps(info, indent=2) + "\n")
         fmt = logging.Formatter("%(asctime)s %(message)s", datefmt="%Y-%m-%d %H:%M:%S")
         file_handler = logging.FileHandler(self.run_dir / "train.log", encoding="utf-8")  # appends on resume
         file_handler.setFormatter(fmt)
