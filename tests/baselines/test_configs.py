@@ -45,6 +45,19 @@ def _module(path: Path):
     return importlib.import_module(f"baselines.{algo}")
 
 
+def folder_configs(folder: str, *, table_only: bool = False) -> list[Path]:
+    """The configs in ``baselines/configs/FOLDER``; ``table_only``: without the tiny test configs."""
+    paths = sorted((CONFIGS / folder).glob("*.yaml"))
+    return [p for p in paths if not (table_only and ("tiny" in p.name or "echo" in p.name))]
+
+
+def config_args(path: Path):
+    """A config file's resolved Args, through the baseline its name starts with (``grpo_*``: GRPO's)."""
+    from agentgym.rl.config import load_config_file, make_args
+
+    return make_args(_module(path).Args, load_config_file(path))
+
+
 @pytest.mark.parametrize("path", RUNNABLE, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_every_config_parses_through_its_baselines_command_line(path):
     """What ``python baselines/<method>.py --config FILE`` does before training: the resolved file as the tyro

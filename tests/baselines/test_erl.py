@@ -13,6 +13,7 @@ from agentgym.prompts.reflection import (
     parse_reflection,
     raw_attempt_context,
 )
+from tests.baselines.test_configs import config_args, folder_configs
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -332,17 +333,9 @@ def test_erl_smoke_tiny_model_trains(tmp_path):
     assert 0.0 <= metrics["erl/reflection_tagged_rate"] <= 1.0
 
 
-@pytest.mark.parametrize(
-    "path", sorted((__import__("pathlib").Path(__file__).parents[2] / "baselines/configs/erl").glob("*.yaml"))
-)
+@pytest.mark.parametrize("path", folder_configs("erl"), ids=lambda p: p.stem)
 def test_erl_configs_load(path):
-    import baselines.erl
-    import baselines.grpo
-    from agentgym.rl.config import load_config_file, make_args
-
-    module = baselines.grpo if path.name.startswith("grpo_") else baselines.erl
-    args = make_args(module.Args, load_config_file(path))
-    assert args.exp_name == path.stem
+    assert config_args(path).exp_name == path.stem
 
 
 @pytest.mark.slow
@@ -452,23 +445,15 @@ def test_paper_config_trains_one_iteration_with_a_tiny_model(tmp_path, path, for
     assert len(lines) == 8  # 4 first + 4 second attempts, each with its ERL record
 
 
-ERL_TABLE = sorted(
-    p
-    for p in (__import__("pathlib").Path(__file__).parents[2] / "baselines/configs/erl").glob("*.yaml")
-    if "tiny" not in p.name and "echo" not in p.name
-)
-
-
-@pytest.mark.parametrize("path", ERL_TABLE, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", folder_configs("erl", table_only=True), ids=lambda p: p.stem)
 def test_erl_configs_follow_the_authors_scripts(path):
-    """Issue 16 item 5: full history, the authors' validation sampling, rulebook form; every line sourced."""
+    """Issue 16 item 5: full history, the authors' validation sampling, rulebook form (every line's source:
+    test_configs.py's test_every_table_setting_names_its_source_kind)."""
     import baselines.erl
     import baselines.grpo
-    from agentgym.rl.config import load_config_file, make_args
-    from tests.baselines.test_configs import PT
 
     module = baselines.grpo if path.name.startswith("grpo_") else baselines.erl
-    args = make_args(module.Args, load_config_file(path))
+    args = config_args(path)
     assert args.history_length == -1  # the authors accumulate the whole interaction
     hotpot = "hotpotqa" in path.stem
     # train_erl_{sokoban,frozenlake}.sh: val_kwargs.n=4; the hotpot scripts: n=1; all: top_p 0.8, top_k 20
@@ -481,8 +466,6 @@ def test_erl_configs_follow_the_authors_scripts(path):
         assert args.episode_advantage == "episodes"  # rllm: one advantage per trajectory
     if not hotpot:
         assert args.prompt_style == "erl"
-    for s in PT.read_settings(path):
-        assert s.kind in PT.KINDS and s.source, f"{path.name}: {s.key} has no `# kind: source` comment"
 
 
 def test_erl_grid_prompt_uses_the_authors_answer_format():

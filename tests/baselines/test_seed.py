@@ -9,6 +9,7 @@ import pytest
 from agentgym.episodes import Episode, JsonlWriter, Step, read_episodes
 from agentgym.prompts.lesson import LessonParseError, build_lesson_messages, parse_lesson
 from agentgym.rl.hooks import LessonWriter
+from tests.baselines.test_configs import config_args, folder_configs
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -290,18 +291,11 @@ def test_train_fraction_draws_from_a_fixed_subset(tmp_path):
         make_trainer(tmp_path / "b", train_fraction=0.6)
 
 
-@pytest.mark.parametrize(
-    "path", sorted((__import__("pathlib").Path(__file__).parents[2] / "baselines/configs/seed").glob("*.yaml"))
-)
+@pytest.mark.parametrize("path", folder_configs("seed"), ids=lambda p: p.stem)
 def test_seed_configs_load(path):
-    import baselines.grpo
-    import baselines.seed
-    from agentgym.rl.config import load_config_file, make_args
-
-    module = baselines.grpo if path.name.startswith("grpo_") else baselines.seed
-    args = make_args(module.Args, load_config_file(path))
+    args = config_args(path)
     assert args.exp_name.startswith(path.stem.split("_")[0])
-    if module is baselines.seed and "alfworld" in path.name:
+    if path.name.startswith("seed_") and "alfworld" in path.name:
         assert (args.lambda_opd, args.gate_beta, args.beta, args.group_size, args.learning_rate) == (
             0.01,
             5.0,
@@ -377,22 +371,13 @@ def test_external_analyser_writes_the_sft_lessons_and_the_policy_the_rl_ones(tmp
     assert lessons == ["FROM-EXTERNAL"] * 4 + ["FROM-POLICY"] * 4
 
 
-SEED_TABLE = sorted(
-    p
-    for p in (__import__("pathlib").Path(__file__).parents[2] / "baselines/configs/seed").glob("*.yaml")
-    if "tiny" not in p.name and "echo" not in p.name
-)
-
-
-@pytest.mark.parametrize("path", SEED_TABLE, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", folder_configs("seed", table_only=True), ids=lambda p: p.stem)
 def test_seed_table_configs_pin_issue_16_values(path):
     import baselines.grpo
     import baselines.seed
-    from agentgym.rl.config import load_config_file, make_args
-    from tests.baselines.test_configs import PT
 
     module = baselines.grpo if path.name.startswith("grpo_") else baselines.seed
-    args = make_args(module.Args, load_config_file(path))
+    args = config_args(path)
     # several optimizer steps per iteration (mini-batch 256 rows of 16), as the SEED note; not one big step
     assert (args.mini_batch_size, args.micro_batch_size) == (256, 16)
     assert args.val_split == "valid_seen" and args.val_extra_splits == ["valid_unseen"]  # seen and unseen columns
@@ -402,8 +387,6 @@ def test_seed_table_configs_pin_issue_16_values(path):
         assert (args.sft_tasks, args.sft_group_size) == (180, 8)
         # the authors' SFT data sampling (prepare_data.sh, 0.4) and SFT optimizer step (trainer.sh, 8 rows)
         assert (args.sft_temperature, args.sft_mini_batch_size) == (0.4, 8)
-    for s in PT.read_settings(path):
-        assert s.kind in PT.KINDS and s.source, f"{path.name}: {s.key} has no `# kind: source` comment"
 
 
 def test_sft_stage_samples_at_its_own_temperature_and_steps_every_sft_mini_batch_rows(tmp_path):
