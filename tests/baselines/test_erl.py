@@ -14,6 +14,7 @@ from agentgym.prompts.reflection import (
     raw_attempt_context,
 )
 from tests.baselines.test_configs import config_args, folder_configs
+from tests.baselines.tiny import tiny_echo
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -175,26 +176,9 @@ class ScriptedPolicy:
 
 
 def make_trainer(tmp_path, **kw):
-    settings = dict(
-        model="tiny",
-        env_id="agentgym/EchoBandit-v0",
-        prompt_style="bare",
-        num_tasks=2,
-        group_size=2,
-        max_turns=1,
-        max_new_tokens=4,
-        reflection_max_new_tokens=16,
-        total_iterations=1,
-        beta=0.0,
-        entropy_coef=0.0,
-        progress=False,
-        plot=False,
-        save_every=0,
-        output_dir=str(tmp_path),
-        exp_name="erl",
+    return ErlTrainer(
+        Args(**tiny_echo(tmp_path, "erl", **{"prompt_style": "bare", "reflection_max_new_tokens": 16, **kw}))
     )
-    settings.update(kw)
-    return ErlTrainer(Args(**settings))
 
 
 def targets_of(exp):

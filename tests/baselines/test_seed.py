@@ -10,6 +10,7 @@ from agentgym.episodes import Episode, JsonlWriter, Step, read_episodes
 from agentgym.prompts.lesson import LessonParseError, build_lesson_messages, parse_lesson
 from agentgym.rl.hooks import LessonWriter
 from tests.baselines.test_configs import config_args, folder_configs
+from tests.baselines.tiny import tiny_echo
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -180,28 +181,8 @@ def test_no_gate_ablation_weights_every_token_equally():
 
 # -- teacher / student branches --------------------------------------------------------------------------
 def make_trainer(tmp_path, **kw):
-    settings = dict(
-        model="tiny",
-        env_id="agentgym/EchoBandit-v0",
-        num_tasks=2,
-        group_size=2,
-        max_turns=1,
-        max_new_tokens=4,
-        total_iterations=1,
-        beta=0.0,
-        entropy_coef=0.0,
-        progress=False,
-        plot=False,
-        save_every=0,
-        output_dir=str(tmp_path),
-        exp_name="seed",
-        no_sft=True,
-        lesson_max_new_tokens=8,
-        lesson_max_prompt_tokens=128,
-        max_prompt_tokens=256,
-    )
-    settings.update(kw)
-    return SeedTrainer(Args(**settings))
+    lessons = {"no_sft": True, "lesson_max_new_tokens": 8, "lesson_max_prompt_tokens": 128, "max_prompt_tokens": 256}
+    return SeedTrainer(Args(**tiny_echo(tmp_path, "seed", **{**lessons, **kw})))
 
 
 def scripted_analyser(chats):
