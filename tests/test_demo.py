@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -233,7 +234,6 @@ def test_mechanism_probe_writing_alone_says_why_the_unparsed_lessons_failed(tmp_
     assert out["lesson_unparsed_cut"] == 1.0  # ... and runs into the 160-token budget on every episode
     assert 0.0 <= out["lesson_unparsed_solved"] <= 1.0
     # a finished run whose checkpoints were pruned is probed from its exported model, with the same weights
-    import shutil
 
     for ckpt in (tmp_path / "sft").glob("ckpt_*"):
         shutil.rmtree(ckpt)
@@ -591,6 +591,17 @@ def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path
     (sft / "model" / "model.safetensors").write_bytes(b"other weights")
     with pytest.raises(SystemExit, match="started from the SFT checkpoint"):
         cpu_table.check_sft(archive, sft, "again")
+    # the command itself refuses a machine whose SFT start differs before it restores anything from the archive:
+    # those evaluations would read as runs from this start
+    other_runs, other_out = tmp_path / "other" / "runs", tmp_path / "other" / "heldout"
+    shutil.copytree(sft, other_runs / "sft_smollm2_frozenlake_mech")
+    (other_runs / "sft_smollm2_frozenlake_mech" / "model" / "config.json").write_text("{}")
+    with pytest.raises(SystemExit, match="started from the SFT checkpoint"):
+        cpu_table.main(
+            ["--env", "frozenlake", "--sft", "mech", "--methods", "grpo", "--seeds", "1", "--table-only"]
+            + ["--runs", str(other_runs), "--out", str(other_out), "--archive", str(archive)]
+        )
+    assert not other_out.exists()
     assert cpu_table.sft_provenance(json.loads((archive / "sft.json").read_text())) == {"sft_sha256": digest}
     # a lesson/reflection recipe: its archive says which privileged text it learned, and the record repeats it; an
     # archive from before the field was written with the first text

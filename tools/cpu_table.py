@@ -689,7 +689,12 @@ def main(argv: list[str] | None = None) -> int:
     out = checkout_path(opts.out or f"runs/heldout/{opts.env}{'-' + opts.sft if mech else ''}")
     archive_opt = opts.archive or (ARCHIVE_DEFAULT.format(sft=opts.sft, env=opts.env) if mech else "none")
     archive = None if archive_opt == "none" else checkout_path(archive_opt)
+    sft_cmd = f"OMP_NUM_THREADS=1 python baselines/sft.py --config {config_path(opts.env, 'sft', opts.sft)}"
+    sft_cmd = sft_cmd.replace(str(ROOT) + "/", "")
     if archive is not None:
+        sft_here = runs / config(opts.env, "sft", opts.sft)["exp_name"]
+        if (archive / "sft.json").exists() and (sft_here / "model" / "config.json").exists():
+            check_sft(archive, sft_here, sft_cmd)  # another SFT start here: refused before anything is restored
         restored = restore_archive(archive, runs, out)
         if restored:
             print(f"restored from {os.path.relpath(archive, ROOT)}: {', '.join(restored)}")
@@ -714,8 +719,7 @@ def main(argv: list[str] | None = None) -> int:
         sft_threads = 1 if archive is not None else opts.threads
         sft_dir = train(opts.env, "sft", None, runs, sft_threads, opts.sft_epochs, opts.sft)
         if archive is not None:
-            sft_cmd = f"OMP_NUM_THREADS=1 python baselines/sft.py --config {config_path(opts.env, 'sft', opts.sft)}"
-            check_sft(archive, sft_dir, sft_cmd.replace(str(ROOT) + "/", ""))
+            check_sft(archive, sft_dir, sft_cmd)
         # the SFT start first, then the RL runs (seed by seed; the other SFT seeds go first, one beside each RL run:
         # an SFT on 2-row pieces fits beside one), the shipped model last: its prose episodes are the slowest to
         # play and no RL run depends on them
