@@ -609,7 +609,7 @@ def oracle_text_note(record: dict, env: str | None = None) -> str:
     except UnsupportedEnv:
         return ""  # an env without a privileged analyser (or a record that names none): no text to be stale
     had, now = record.get("oracle_text", 1), TEXT_VERSIONS[kind]
-    if had == now:
+    if had is None or had == now:  # None: a model that learned no privileged text (an action-only SFT)
         return ""
     changes = "; ".join(TEXT_CHANGES[(kind, v)] for v in range(had + 1, now + 1) if (kind, v) in TEXT_CHANGES)
     return (

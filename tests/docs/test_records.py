@@ -497,6 +497,7 @@ def test_a_record_from_an_earlier_privileged_text_says_so_and_the_writing_block_
     )
     assert "no longer lists the moves played" in fig.oracle_text_note(old)
     assert fig.oracle_text_note({"env": "agentgym/Sokoban-v0", "oracle_text": now}) == ""
+    assert fig.oracle_text_note({"env": "agentgym/Sokoban-v0", "oracle_text": None}) == ""  # action-only start
     assert fig.oracle_text_note({"suite": "frozenlake-notslippery"}) == ""  # FrozenLake's text never changed
     assert fig.oracle_text_note({"suite": "alfworld"}) == ""  # no privileged analyser there
 
