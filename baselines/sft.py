@@ -46,6 +46,7 @@ from agentgym.rl.losses import LossStats, sft_loss
 from agentgym.rl.rollout import fit_prompt
 from agentgym.rl.runinfo import RunInfo
 from agentgym.rl.trainer import Trainer
+from agentgym.rl.update import StepCheckpoints
 
 
 @dataclass
@@ -81,6 +82,9 @@ class Args(BaseArgs):
     """unused by SFT"""
     save_every: int = 0
     """checkpoint every N epochs (0: only at the end)"""
+    save_every_steps: int = 0
+    """also checkpoint every N optimizer steps inside an epoch (0: never): ``--resume`` continues at that step with
+    the weights an unstopped run has there (an epoch of the CPU lesson/reflection recipes takes ~45 min)"""
     export_model: bool = True
     """also write the final weights as a plain HF folder ``runs/<exp>/model``"""
     lesson_rows: int = 0
@@ -642,6 +646,17 @@ def oracle_text_of(run_dir: str | Path) -> int | None:
     return int(json.loads(info.read_text()).get("oracle_text", 1)) if info.exists() else 1
 
 
+def _step_checkpoints(trainer: Trainer, args: Args, t0: float) -> StepCheckpoints:
+    """The checkpoints inside this epoch (``save_every_steps``), resuming the one a killed run left."""
+    done = trainer.partial or {}
+
+    def save(step: int, tally: dict) -> None:
+        elapsed = time.perf_counter() - t0 + done.get("elapsed_s", 0.0)
+        trainer.save(partial={"step": step, "tally": tally, "elapsed_s": elapsed})
+
+    return StepCheckpoints(args.save_every_steps, save, done.get("step", 0), done.get("tally", {}))
+
+
 def train(args: Args) -> dict[str, float]:
     """Fine-tune on the episode logs; returns the last epoch's metrics."""
     trainer = Trainer(args, algo="sft")
@@ -677,13 +692,14 @@ def train(args: Args) -> dict[str, float]:
     info = RunInfo(
         trainer.run_dir, args, device=str(trainer.device), console=True, unit="epoch", provenance=_provenance(args)
     )
-    if trainer.iteration == 0 and args.val_every:
+    if trainer.iteration == 0 and trainer.partial is None and args.val_every:
         trainer.logger.log(0, validate(trainer))  # the starting model, for the curve
     while trainer.iteration < args.total_iterations:
         it = trainer.iteration
         t0 = time.perf_counter()
-        stats = trainer.update(batch, nll_loss, iteration=it)
-        elapsed = time.perf_counter() - t0
+        stats = trainer.update(batch, nll_loss, iteration=it, steps=_step_checkpoints(trainer, args, t0))
+        elapsed = time.perf_counter() - t0 + (trainer.partial or {}).get("elapsed_s", 0.0)
+        trainer.partial = None
         metrics = {
             **data_stats,
             **stats,

@@ -165,7 +165,8 @@ def load_model_weights(model: Any, path: str | Path, *, model_name: str | None =
 
     Raises:
         FileNotFoundError: no checkpoint at ``path``.
-        ValueError: the checkpoint was trained from another base model.
+        ValueError: the checkpoint was trained from another base model, or was written inside an iteration
+            (``save_every_steps``) of a run that stopped there.
     """
     path = Path(path)
     ckpt = path if (path / STATE_FILE).exists() else latest_checkpoint(path)
@@ -180,6 +181,11 @@ def load_model_weights(model: Any, path: str | Path, *, model_name: str | None =
         raise ValueError(
             f"--init-from {ckpt} was trained from model {trained_from!r}, this run loads {model_name!r}: "
             f"pass --model {trained_from}"
+        )
+    if state.get("partial"):
+        raise ValueError(
+            f"--init-from {ckpt} was written inside iteration {int(state['iteration']) + 1} of that run (step "
+            f"{state['partial'].get('step')}): it stopped there. Finish it first (the same command with --resume)"
         )
     model.load_state_dict(state["model"])
     return ckpt

@@ -54,7 +54,7 @@ from agentgym.rl.losses import episode_returns
 from agentgym.rl.metrics import MetricsLogger, plot_learning_curve
 from agentgym.rl.rewards import penalised, turn_rewards
 from agentgym.rl.runinfo import RunInfo
-from agentgym.rl.update import score_rows, update_policy
+from agentgym.rl.update import StepCheckpoints, score_rows, update_policy
 
 AdvantageFn = Callable[["Trainer", TurnBatch], dict[str, float] | None]
 LossFn = Callable[["Trainer", TurnBatch, float, float], tuple[torch.Tensor, dict[str, torch.Tensor]]]
@@ -73,6 +73,8 @@ class Trainer(Actor):
         self.task_rng = np.random.default_rng(args.seed)
         self.iteration = 0
         self.history: list[dict[str, float]] = []
+        #: a checkpoint taken inside iteration ``self.iteration + 1`` was resumed: its ``StepCheckpoints`` state
+        self.partial: dict[str, Any] | None = None
         if args.resume:
             self._resume()
             self._engine_stale = True
@@ -160,11 +162,18 @@ class Trainer(Actor):
         return score_rows(self, batch)
 
     def update(
-        self, batch: TurnBatch, loss_fn: LossFn, *, iteration: int, mini_batch_size: int | None = None
+        self,
+        batch: TurnBatch,
+        loss_fn: LossFn,
+        *,
+        iteration: int,
+        mini_batch_size: int | None = None,
+        steps: StepCheckpoints | None = None,
     ) -> dict[str, float]:
         """Mini-batch epochs of ``loss_fn`` with gradient accumulation, clipping and AdamW steps
-        (:func:`agentgym.rl.update.update_policy`; ``mini_batch_size`` None: ``args.mini_batch_size``)."""
-        return update_policy(self, batch, loss_fn, iteration=iteration, mini_batch_size=mini_batch_size)
+        (:func:`agentgym.rl.update.update_policy`; ``mini_batch_size`` None: ``args.mini_batch_size``;
+        ``steps``: checkpoints inside the update)."""
+        return update_policy(self, batch, loss_fn, iteration=iteration, mini_batch_size=mini_batch_size, steps=steps)
 
     # -- validation ------------------------------------------------------------------------------------
     @torch.no_grad()
@@ -223,11 +232,16 @@ class Trainer(Actor):
         self.task_rng.bit_generator.state = state["task_rng"]
         self.iteration = int(state["iteration"])
         self.history = list(state.get("history", []))
+        self.partial = state.get("partial")
 
-    def save(self) -> None:
+    def save(self, partial: dict[str, Any] | None = None) -> None:
+        """Checkpoint the run after ``self.iteration`` iterations; ``partial``: saved inside the next one (an SFT
+        epoch's :class:`~agentgym.rl.update.StepCheckpoints`), what a resume needs to finish it (``self.partial``)."""
         if self.sharded:
             reshard_for_training(self.model)  # state dicts are gathered from the shards
         state = self.state_dict()  # collective when the model is sharded: every rank takes part
+        if partial is not None:
+            state["partial"] = partial
         if self.sharded:
             gather_for_inference(self.model)
         if self.dist.is_main:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -139,6 +139,23 @@ class _Tally:
     grad_norms: list[float] = field(default_factory=list)
 
 
+@dataclass
+class StepCheckpoints:
+    """Checkpoints inside one update (an SFT epoch can take an hour on CPU), and the resume of one.
+
+    Every ``every`` optimizer steps (0: never; not after the last, the caller's own checkpoint follows)
+    :func:`update_policy` calls ``save(step, tally)``: the steps taken and the loss-statistics sums so far (plain
+    values). A run resumed from such a checkpoint passes them back as ``done`` and ``tally``: the update draws the
+    same shuffled order (seeded by run seed and iteration), skips the ``done`` steps and continues the sums, so
+    it ends with the weights and statistics of an update that was never stopped.
+    """
+
+    every: int = 0
+    save: Callable[[int, dict[str, Any]], None] = lambda step, tally: None
+    done: int = 0
+    tally: dict[str, Any] = field(default_factory=dict)
+
+
 def optimizers(trainer: Any) -> list[tuple[Any, torch.optim.Optimizer]]:
     """(module, optimizer) pairs stepped by an update: the policy's, then the critic's when there is one."""
     out: list[tuple[Any, torch.optim.Optimizer]] = [(trainer.model, trainer.optimizer)]
@@ -148,13 +165,20 @@ def optimizers(trainer: Any) -> list[tuple[Any, torch.optim.Optimizer]]:
 
 
 def update_policy(
-    trainer: Any, batch: TurnBatch, loss_fn: LossCallable, *, iteration: int, mini_batch_size: int | None = None
+    trainer: Any,
+    batch: TurnBatch,
+    loss_fn: LossCallable,
+    *,
+    iteration: int,
+    mini_batch_size: int | None = None,
+    steps: StepCheckpoints | None = None,
 ) -> dict[str, float]:
     """Mini-batch epochs of ``loss_fn`` with gradient accumulation, clipping and AdamW steps.
 
     ``loss_fn(trainer, micro_batch, n_tokens, n_rows)`` returns ``(loss, stats)`` where ``loss`` is already
     divided by the mini-batch's token count ``n_tokens`` (token-mean) or row count ``n_rows`` (per-turn
     terms), so summing micro-batch losses gives the mini-batch loss. ``mini_batch_size`` None: the run's.
+    ``steps``: checkpoints inside the update, and where a resumed one starts (see :class:`StepCheckpoints`).
     """
     a = trainer.args
     B = len(batch)
@@ -162,19 +186,28 @@ def update_policy(
         trainer, B, a.mini_batch_size if mini_batch_size is None else mini_batch_size
     )
     g = torch.Generator().manual_seed(a.seed * 1_000_003 + iteration)
-    tally = _Tally()
+    steps = steps or StepCheckpoints()
+    if steps.every and trainer.sharded:
+        raise ValueError("checkpoints inside an update need the whole model on one rank: run it unsharded")
+    tally = _Tally(**steps.tally) if steps.done else _Tally()
     if trainer.sharded:
         reshard_for_training(trainer.model)
     # Every rank takes the same number of optimizer steps (gradients are averaged at each) and, when
     # sharded, the same number of forward/backward passes: missing ones are zero-weighted dummies.
     n_mini = max_over_ranks(-(-B // mini), trainer.dist)
+    n_steps, step = a.update_epochs * n_mini, 0
     for _ in range(a.update_epochs):
-        perm = torch.randperm(B, generator=g).tolist()
+        perm = torch.randperm(B, generator=g).tolist()  # drawn for a skipped epoch too: the same order after it
         for i in range(n_mini):
+            step += 1
+            if step <= steps.done:  # taken before the checkpoint this update resumed from
+                continue
             rows = perm[i * mini : (i + 1) * mini]
             _mini_batch_step(
                 trainer, batch, loss_fn, rows or perm[:1], tally, real=bool(rows), global_scope=global_scope
             )
+            if steps.every and step % steps.every == 0 and step < n_steps:
+                steps.save(step, asdict(tally))
     if trainer.sharded:
         gather_for_inference(trainer.model)  # the next rollouts run on whole layers
     out = {k: v / max(tally.weight, 1.0) for k, v in tally.totals.items()}

@@ -254,6 +254,49 @@ def test_sft_resume_is_exact(tmp_path):
     assert torch.equal(full, resumed)
 
 
+class _Killed(Exception):
+    """Stands for a kill right after a checkpoint inside an epoch."""
+
+
+def test_sft_killed_inside_an_epoch_resumes_at_the_step_exactly(tmp_path, monkeypatch):
+    kw = dict(expert_episodes=6, total_iterations=2, save_every_steps=1, val_every=0)
+    straight = tiny_args(tmp_path, exp_name="full", **kw)
+    sft.train(straight)
+    rows_straight = [json.loads(line) for line in open(straight.run_dir / "metrics.jsonl")]
+    save = Trainer.save
+
+    def save_then_die(self, partial=None):
+        save(self, partial)
+        if partial and self.iteration == 1 and partial["step"] == 2:  # the second step of the second epoch
+            raise _Killed
+
+    monkeypatch.setattr(Trainer, "save", save_then_die)
+    part = tiny_args(tmp_path, exp_name="part", **kw)
+    with pytest.raises(_Killed):
+        sft.train(part)
+    monkeypatch.undo()
+    from agentgym.rl.checkpoint import latest_checkpoint, load_checkpoint
+
+    left = load_checkpoint(latest_checkpoint(part.run_dir), restore_rng=False)
+    assert left["iteration"] == 1 and left["partial"]["step"] == 2
+    with pytest.raises(ValueError, match="inside iteration 2 .*--resume"):  # not a model to start RL from
+        Trainer(
+            grpo.Args(model="tiny", output_dir=str(tmp_path), exp_name="g", init_from=str(part.run_dir)), algo="grpo"
+        )
+    part.resume = True
+    sft.train(part)
+    weights = [
+        param_vector(Trainer(tiny_args(tmp_path, exp_name=f"w{i}", init_from=str(a.run_dir)), algo="sft").model)
+        for i, a in enumerate((straight, part))
+    ]
+    assert torch.equal(*weights)
+    rows_part = [json.loads(line) for line in open(part.run_dir / "metrics.jsonl")]
+    assert len(rows_part) == len(rows_straight) == 2  # the killed epoch is logged once, when it ends
+    for a, b in zip(rows_straight, rows_part):
+        same = {k: v for k, v in a.items() if not k.startswith(("time/", "charts/SPS"))}
+        assert same == {k: b[k] for k in same}  # the loss sums of the killed epoch carried over
+
+
 def test_cli_expert_trajectories_writes_successful_expert_episodes(tmp_path, capsys):
     from agentgym.cli import main
 
