@@ -14,7 +14,7 @@ from agentgym.episodes import JsonlWriter, read_episodes
 from agentgym.prompts import TEMPLATES
 from agentgym.rl.batch import build_batch
 from agentgym.rl.rollout import collect_rollouts, fit_prompt
-from agentgym.rl.testing import param_vector
+from agentgym.rl.testing import TIME_KEYS, param_vector
 from agentgym.rl.trainer import Trainer
 from baselines import grpo, sft
 
@@ -293,7 +293,7 @@ def test_sft_killed_inside_an_epoch_resumes_at_the_step_exactly(tmp_path, monkey
     rows_part = [json.loads(line) for line in open(part.run_dir / "metrics.jsonl")]
     assert len(rows_part) == len(rows_straight) == 2  # the killed epoch is logged once, when it ends
     for a, b in zip(rows_straight, rows_part):
-        same = {k: v for k, v in a.items() if not k.startswith(("time/", "charts/SPS"))}
+        same = {k: v for k, v in a.items() if not k.startswith(TIME_KEYS)}
         assert same == {k: b[k] for k in same}  # the loss sums of the killed epoch carried over
 
 
