@@ -996,9 +996,27 @@ def grpo_same_seeds(h: dict, grpo: dict) -> float:
     return sum(same) / len(same)
 
 
-def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None) -> str:
+def paired_lessons(rec: dict) -> str:
+    """A lesson-effect record (tools/mechanism_probe.py --lessons) in words: the paired gain over every task and
+    over the tasks whose lesson is about a failed episode."""
+    from mechanism_probe import lesson_gains
+
+    def gain(g: dict) -> str:  # no SE and no p from a single pair
+        se = "" if g["se"] is None else f"SE {g['se']:.2f}, "
+        return f"{g['gain']:+.2f} ({se}p={'n/a' if g['p'] is None else format(g['p'], '.2g')})"
+
+    gains = lesson_gains(rec["value"]["lessons"]["pairs"])
+    g, f = gains["all"], gains["lesson_from_failure"]
+    return (
+        f"{g['tasks']} tasks, paired by task, the gain is {gain(g)}, {gain(f)} where the lesson is about a failed "
+        "episode"
+    )
+
+
+def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None, effects: dict[str, dict] | None = None) -> str:
     """The seed-methods summary's Sokoban line: the probe before RL (privileged text; the model's own where its
-    record exists), then each seed method's held-out success against GRPO as far as the comparison has run."""
+    record exists; over more tasks, paired, where ``effects`` has it), then each seed method's held-out success
+    against GRPO as far as the comparison has run."""
 
     def pct(x: float) -> str:
         return f"{100 * x:.0f}%"
@@ -1010,7 +1028,9 @@ def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None) -> str:
         f"- **On Sokoban** (from its three-epoch lesson/reflection SFT"
         f"{', as first written' if stale else ''}): before RL, on {sd['probe_tasks']:.0f} tasks, "
         f"privileged lessons gave {pct(sd['lesson_conditioned_success'])} against {pct(sd['lesson_free_success'])} "
-        f"lesson-free on the same tasks, and with the privileged reflection second attempts succeed "
+        f"lesson-free on the same tasks"
+        + (f" (over {paired_lessons(effects['seed-oracle'])})" if (effects or {}).get("seed-oracle") else "")
+        + f", and with the privileged reflection second attempts succeed "
         f"{pct(e['second_success'])} against {pct(e['first_success_same_tasks'])} for the same tasks' other first "
         f"attempts (the CPU page's Sokoban section says why)."
     )
@@ -1054,12 +1074,13 @@ def render_seed_methods(
     lessons: dict | None = None,
     sokoban: dict[str, dict] | None = None,
     sokoban_comparison: dict | None = None,
+    sokoban_effects: dict[str, dict] | None = None,
 ) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
     SmolLM2-135M, CPU): the probe before RL (privileged and own text), then, per method, the RL comparison's
     mechanism metric and held-out success against GRPO, as far as the comparison has run; ``plans`` and ``lessons``
     the comparisons from the plan-reading recipes; ``sokoban`` / ``sokoban_comparison`` Sokoban's probes (as
-    ``SOKOBAN_PROBES``) and comparison, a line of their own."""
+    ``SOKOBAN_PROBES``), comparison and paired lesson effect, a line of their own."""
     oracle, own = probes["privileged (oracle) text"]["value"], probes["the model's own text"]["value"]
     stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
 
@@ -1088,18 +1109,6 @@ def render_seed_methods(
         """Per seed: the mean over the training iterations / the last iteration."""
         f = stages.get(method, {}).get("mechanism", {}).get(key)
         return ", ".join(f"{m:.2f} / {x:.2f}" for m, x in zip(f["mean"], f["last"], strict=True)) if f else "n/a"
-
-    def paired_lessons(rec: dict) -> str:
-        """A lesson-effect record (tools/mechanism_probe.py --lessons) in words: the paired gain over every task and
-        over the tasks whose lesson is about a failed episode."""
-        from mechanism_probe import lesson_gains
-
-        gains = lesson_gains(rec["value"]["lessons"]["pairs"])
-        g, f = gains["all"], gains["lesson_from_failure"]
-        return (
-            f"{g['tasks']} tasks, paired by task, the gain is {g['gain']:+.2f} (SE {g['se']:.2f}, p={g['p']:.2g}), "
-            f"{f['gain']:+.2f} (SE {f['se']:.2f}, p={f['p']:.2g}) where the lesson is about a failed episode"
-        )
 
     plans_erl = plans_seed = lesson_pairs = ""
     if (effects or {}).get("seed-oracle"):  # the same question over more tasks, paired by task
@@ -1206,7 +1215,7 @@ def render_seed_methods(
             f"the body held fixed), cross-validated over {r['episodes']} episodes: {r['probe_corr']:.2f}."
         )
     if sokoban:
-        lines.append(sokoban_seed_line(sokoban, sokoban_comparison))
+        lines.append(sokoban_seed_line(sokoban, sokoban_comparison, sokoban_effects))
     cmds = [p["command"] for p in probes.values()]
     cmds += [p["command"] for p in (sokoban or {}).values()]
     cmds += [rec["command"] for rec in (comparison, sokoban_comparison) if rec]
@@ -1237,13 +1246,17 @@ CPU_PATH_BLOCKS = (
 
 #: the seed mechanisms' effect at the start of RL over many tasks, paired (tools/mechanism_probe.py --lessons /
 #: --reflections): name -> record
+#: per env (the CPU page's block ``paired-effects-ENV``)
 PAIRED_EFFECTS = {
-    "seed-oracle": RECORDS / "seed_lesson_effect_frozenlake_oracle.json",
-    "seed-self": RECORDS / "seed_lesson_effect_frozenlake_self.json",
-    "seed-plans-oracle": RECORDS / "seed_lesson_effect_frozenlake_plans_oracle.json",
-    "erl-plans-oracle": RECORDS / "erl_reflection_effect_frozenlake_plans_oracle.json",
-    "seed-lessons-oracle": RECORDS / "seed_lesson_effect_frozenlake_lessons_oracle.json",
-    "erl-lessons-oracle": RECORDS / "erl_reflection_effect_frozenlake_lessons_oracle.json",
+    "frozenlake": {
+        "seed-oracle": RECORDS / "seed_lesson_effect_frozenlake_oracle.json",
+        "seed-self": RECORDS / "seed_lesson_effect_frozenlake_self.json",
+        "seed-plans-oracle": RECORDS / "seed_lesson_effect_frozenlake_plans_oracle.json",
+        "erl-plans-oracle": RECORDS / "erl_reflection_effect_frozenlake_plans_oracle.json",
+        "seed-lessons-oracle": RECORDS / "seed_lesson_effect_frozenlake_lessons_oracle.json",
+        "erl-lessons-oracle": RECORDS / "erl_reflection_effect_frozenlake_lessons_oracle.json",
+    },
+    "sokoban": {"seed-oracle": RECORDS / "seed_lesson_effect_sokoban_oracle.json"},
 }
 
 
@@ -1337,7 +1350,10 @@ def blocks() -> list[tuple[Path, str, str]]:
         checks = [json.loads(path.read_text()) for path in paths if path.exists()]
         if checks:
             out.append((CPU_PAGE, block, render_writing_checks(checks)))
-    effects = {name: json.loads(path.read_text()) for name, path in PAIRED_EFFECTS.items() if path.exists()}
+    effects = {
+        env: {name: json.loads(path.read_text()) for name, path in paths.items() if path.exists()}
+        for env, paths in PAIRED_EFFECTS.items()
+    }
     out.append(
         (
             ROOT / "baselines" / "README.md",
@@ -1348,18 +1364,18 @@ def blocks() -> list[tuple[Path, str, str]]:
                 _record(SAPO_TIMINGS["frozenlake"]),
                 _record(READOUT_PROBES["frozenlake"]),
                 _record(SEED_COMPARISONS["frozenlake-plans"]),
-                effects,
+                effects["frozenlake"],
                 _record(SEED_COMPARISONS["frozenlake-lessons"]),
                 sokoban,
                 _record(SEED_COMPARISONS["sokoban"]),
+                effects["sokoban"],
             ),
         )
     )
     for env, path in SEED_COMPARISONS.items():
         if path.exists():
             out.append((CPU_PAGE, f"seed-comparison-{env}", render_seed_comparison(json.loads(path.read_text()))))
-    if effects:
-        out.append((CPU_PAGE, "paired-effects-frozenlake", render_paired_effects(effects)))
+    out += [(CPU_PAGE, f"paired-effects-{env}", render_paired_effects(recs)) for env, recs in effects.items() if recs]
     for env, path in READOUT_PROBES.items():
         if path.exists():
             out.append((CPU_PAGE, f"sapo-readout-probe-{env}", render_readout_probe(json.loads(path.read_text()))))

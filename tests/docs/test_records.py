@@ -484,6 +484,18 @@ def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_com
     assert "SEED (oracle lessons) 0.80 against 0.78 (1 seed; tasks +5/-3, sign test p=0.73)" in line
     assert "ERL 0.71 against 0.74 (2 seeds; tasks +4/-10, sign test p=0.18)" in line
     assert "`probe S`" in text and "`python tools/cpu_table.py --env sokoban C`" in text
+    assert "paired by task" not in line
+    # the lesson effect over more tasks, paired by task, where its record exists
+    pairs = [{"conditioned": 0.0, "free": 0.5, "lesson_from_success": 1.0}] * 3 + [
+        {"conditioned": 1.0, "free": 0.5, "lesson_from_success": 0.0}
+    ]
+    effect = {"value": {"lessons": {"analyser": "oracle", "tasks": 4, "group_size": 4, "pairs": pairs}},
+              "command": "probe L"}  # fmt: skip
+    line = fig.render_seed_methods(
+        probes, None, None, sokoban={"privileged (oracle) text": oracle}, sokoban_effects={"seed-oracle": effect}
+    ).splitlines()[3]
+    assert "lesson-free on the same tasks (over 4 tasks, paired by task, the gain is -0.25 (SE 0.25, p=0.32), " in line
+    assert "+0.50 (p=n/a) where the lesson is about a failed episode), and with the privileged" in line
 
 
 def test_a_record_from_an_earlier_privileged_text_says_so_and_the_writing_block_has_a_column_per_text(fig):
