@@ -694,33 +694,35 @@ def train(args: Args) -> dict[str, float]:
     )
     if trainer.iteration == 0 and trainer.partial is None and args.val_every:
         trainer.logger.log(0, validate(trainer))  # the starting model, for the curve
-    while trainer.iteration < args.total_iterations:
-        it = trainer.iteration
-        t0 = time.perf_counter()
-        stats = trainer.update(batch, nll_loss, iteration=it, steps=_step_checkpoints(trainer, args, t0))
-        elapsed = time.perf_counter() - t0 + (trainer.partial or {}).get("elapsed_s", 0.0)
-        trainer.partial = None
-        metrics = {
-            **data_stats,
-            **stats,
-            "charts/SPS": len(batch) / max(elapsed, 1e-9),
-            "perf/train_tokens": float(batch["attention_mask"].sum()),
-            "time/update_s": elapsed,
-            "time/iteration_s": elapsed,
-        }
-        if args.val_every and (it + 1) % args.val_every == 0:
-            metrics.update(validate(trainer))
-        trainer.iteration = it + 1
-        trainer.logger.log(trainer.iteration, metrics)
-        last = metrics
-        done_here += 1
-        info.iteration(trainer.iteration, args.total_iterations, metrics)
-        final = trainer.iteration >= args.total_iterations
-        if (args.save_every and trainer.iteration % args.save_every == 0) or final:
-            trainer.save()
-        if args.stop_after is not None and done_here >= args.stop_after:
-            break
-    info.close()
+    try:  # the log handlers come off also when an epoch raises (a kill leaves no process to clean)
+        while trainer.iteration < args.total_iterations:
+            it = trainer.iteration
+            t0 = time.perf_counter()
+            stats = trainer.update(batch, nll_loss, iteration=it, steps=_step_checkpoints(trainer, args, t0))
+            elapsed = time.perf_counter() - t0 + (trainer.partial or {}).get("elapsed_s", 0.0)
+            trainer.partial = None
+            metrics = {
+                **data_stats,
+                **stats,
+                "charts/SPS": len(batch) / max(elapsed, 1e-9),
+                "perf/train_tokens": float(batch["attention_mask"].sum()),
+                "time/update_s": elapsed,
+                "time/iteration_s": elapsed,
+            }
+            if args.val_every and (it + 1) % args.val_every == 0:
+                metrics.update(validate(trainer))
+            trainer.iteration = it + 1
+            trainer.logger.log(trainer.iteration, metrics)
+            last = metrics
+            done_here += 1
+            info.iteration(trainer.iteration, args.total_iterations, metrics)
+            final = trainer.iteration >= args.total_iterations
+            if (args.save_every and trainer.iteration % args.save_every == 0) or final:
+                trainer.save()
+            if args.stop_after is not None and done_here >= args.stop_after:
+                break
+    finally:
+        info.close()
     if trainer.iteration >= args.total_iterations:
         if args.export_model:
             trainer.export_model()
