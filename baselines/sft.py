@@ -716,10 +716,7 @@ def train(args: Args) -> dict[str, float]:
             last = metrics
             done_here += 1
             info.iteration(trainer.iteration, args.total_iterations, metrics)
-            final = trainer.iteration >= args.total_iterations
-            if (args.save_every and trainer.iteration % args.save_every == 0) or final:
-                trainer.save()
-            if args.stop_after is not None and done_here >= args.stop_after:
+            if trainer.end_of_iteration(done_here):
                 break
     finally:
         info.close()

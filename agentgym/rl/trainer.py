@@ -248,6 +248,14 @@ class Trainer(Actor):
             # one checkpoint: the write is atomic, so the previous one is only deleted once this one is whole
             save_checkpoint(self.run_dir, self.iteration, state, keep=1)
 
+    def end_of_iteration(self, done_here: int) -> bool:
+        """After iteration ``self.iteration``: checkpoint every ``save_every`` iterations and after the last one;
+        True where this process stops here (``stop_after``: ``done_here`` iterations run by it)."""
+        a = self.args
+        if (a.save_every and self.iteration % a.save_every == 0) or self.iteration >= a.total_iterations:
+            self.save()
+        return a.stop_after is not None and done_here >= a.stop_after
+
     # -- the loop --------------------------------------------------------------------------------------
     def fit(self, advantage_fn: AdvantageFn | None, loss_fn: LossFn) -> dict[str, float]:
         """Run iterations ``self.iteration .. total_iterations - 1``; returns the last iteration's metrics."""
@@ -270,10 +278,7 @@ class Trainer(Actor):
                     bar.set_postfix(
                         success=f"{last['charts/success_rate']:.2f}", ret=f"{last['charts/episodic_return']:.2f}"
                     )
-                final = self.iteration >= a.total_iterations
-                if (a.save_every and self.iteration % a.save_every == 0) or final:
-                    self.save()
-                if a.stop_after is not None and done_here >= a.stop_after:
+                if self.end_of_iteration(done_here):
                     break
         finally:
             info.close()
