@@ -1055,7 +1055,8 @@ def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None, effects:
         seeds = len(h["per_seed"])
         rows.append(
             f"{st['label'].removeprefix('SFT+')} {h['mean']:.2f} against {grpo_same_seeds(h, grpo):.2f} "
-            f"({seeds} seed{'s' * (seeds > 1)}; tasks +{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g})"
+            f"({seeds} seed{'s' * (seeds > 1)}; tasks +{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g}): "
+            + seed_verdict(st, list(stages.values()), "t0.4", short=True)
         )
     if rows:
         text += f" After RL, held-out success at T=0.4 against GRPO's from the same start: {'; '.join(rows)}."
