@@ -588,6 +588,21 @@ def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path
     digest = cpu_table.check_sft(archive, sft, "OMP_NUM_THREADS=1 python baselines/sft.py --config X")
     assert json.loads((archive / "sft.json").read_text())["sha256"] == digest
     assert cpu_table.check_sft(archive, sft, "again") == digest  # the same weights: accepted
+    assert "rebuilds" not in json.loads((archive / "sft.json").read_text())  # a run without a train.log: unknown
+    # a fresh machine retrained the start (another train.log) with the same weights: recorded once as a rebuild, and
+    # the comparison record carries it
+    (sft / "train.log").write_text("2026-12-07 07:03:15 run sft_smollm2_frozenlake_mech (__main__) in X\nepoch 1/3\n")
+    cpu_table.check_sft(archive, sft, "again")
+    cpu_table.check_sft(archive, sft, "again")
+    meta = json.loads((archive / "sft.json").read_text())
+    assert [r["started"] for r in meta["rebuilds"]] == ["2026-12-07 07:03:15"]
+    assert cpu_table.sft_provenance(meta)["sft_rebuilds"] == meta["rebuilds"]
+    # the archive's own first run is not a rebuild of itself
+    first = tmp_path / "first-archive"
+    cpu_table.check_sft(first, sft, "python baselines/sft.py --config X")
+    cpu_table.check_sft(first, sft, "again")
+    assert json.loads((first / "sft.json").read_text())["started"] == "2026-12-07 07:03:15"
+    assert "sft_rebuilds" not in cpu_table.sft_provenance(json.loads((first / "sft.json").read_text()))
     (sft / "model" / "model.safetensors").write_bytes(b"other weights")
     with pytest.raises(SystemExit, match="started from the SFT checkpoint"):
         cpu_table.check_sft(archive, sft, "again")
@@ -602,7 +617,7 @@ def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path
             + ["--runs", str(other_runs), "--out", str(other_out), "--archive", str(archive)]
         )
     assert not other_out.exists()
-    assert cpu_table.sft_provenance(json.loads((archive / "sft.json").read_text())) == {"sft_sha256": digest}
+    assert cpu_table.sft_provenance(json.loads((first / "sft.json").read_text())) == {"sft_sha256": digest}
     # a lesson/reflection recipe: its archive says which privileged text it learned, and the record repeats it; an
     # archive from before the field was written with the first text
     from agentgym.agents.oracle import TEXT_VERSIONS

@@ -38,7 +38,8 @@ Every step is skipped when its output exists, so a killed run picks up where it 
 each finished run in the repository: its held-out evaluations (``submission.json`` and the gzipped episodes) and its
 ``metrics.jsonl``, with the SFT checkpoint's SHA-256 (``sft.json``). A later session on a fresh machine restores
 them, retrains the SFT stage (deterministic at one thread: the same command gives the same weights, which the hash
-checks; a different checkpoint is refused, it would unpair the comparison) and trains only the runs still missing.
+checks; a different checkpoint is refused, it would unpair the comparison; the same one is recorded as a rebuild in
+``sft.json``) and trains only the runs still missing.
 
 ``kill -USR1 PID`` drains: the runs in progress finish (trained, evaluated, archived), no other starts, the table
 is written; the same command later trains the rest.
@@ -347,20 +348,38 @@ def weights_sha256(model_dir: Path) -> str:
 
 
 def sft_provenance(meta: dict) -> dict:
-    """What a comparison record says of its SFT start from ``archive/sft.json``: the weights' hash and, for a
-    lesson/reflection recipe, the version of the privileged text it learned (archives from before the field: 1)."""
+    """What a comparison record says of its SFT start from ``archive/sft.json``: the weights' hash, the fresh machines
+    that rebuilt the same weights (``sft_rebuilds``, where any did) and, for a lesson/reflection recipe, the version
+    of the privileged text it learned (archives from before the field: 1)."""
     out = {"sft_sha256": meta["sha256"]}
+    if meta.get("rebuilds"):
+        out["sft_rebuilds"] = meta["rebuilds"]
     if "oracle_text" in meta or "_mech" in meta["command"]:  # the lesson/reflection recipes: sft_smollm2_ENV_mech*
         out["oracle_text"] = meta.get("oracle_text", 1)
     return out
 
 
+def run_started(run_dir: Path) -> str | None:
+    """When a run folder's training began: the time stamp of its ``train.log``'s first line (None without one)."""
+    log = run_dir / "train.log"
+    first = log.read_text(encoding="utf-8").split("\n", 1)[0] if log.exists() else ""
+    return first[:19] if first[:4].isdigit() else None
+
+
 def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
-    """The SFT checkpoint's hash, written to ``archive/sft.json`` the first time (with, for a lesson/reflection
-    recipe, the version of the privileged text it learned: ``baselines.sft.oracle_text_of``); a later checkpoint
-    that differs from the archived runs' start is refused (their comparison would no longer be paired)."""
+    """The SFT checkpoint's hash, written to ``archive/sft.json`` the first time (with when that run began and, for a
+    lesson/reflection recipe, the version of the privileged text it learned: ``baselines.sft.oracle_text_of``); a
+    later checkpoint that differs from the archived runs' start is refused (their comparison would no longer be
+    paired). One with the same hash from another run -- a fresh machine that retrained the start -- is added to the
+    archive's ``rebuilds`` (its start, date, versions): the evidence that the command rebuilds the same weights. An
+    archive from before ``started`` was recorded counts every run it meets as a rebuild (its first machine is gone)."""
+    from agentgym.rl.runinfo import versions
+
     digest = weights_sha256(sft_dir / "model")
     meta = archive / "sft.json"
+    v = versions()
+    machine = {k: v.get(k) for k in ("torch", "transformers", "numpy", "platform")}
+    started = run_started(sft_dir)
     if meta.exists():
         known = json.loads(meta.read_text())
         if known["sha256"] != digest:
@@ -369,20 +388,25 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
                 f"({known['command']}); {sft_dir} is {digest[:12]}. Retrain it with that command on one thread "
                 "(the same versions give the same weights), or give another --archive for a new comparison"
             )
+        if started is not None and started not in [known.get("started")] + [
+            r["started"] for r in known.get("rebuilds", [])
+        ]:
+            when = time.strftime("%Y-%m-%d", time.gmtime())
+            known.setdefault("rebuilds", []).append({"started": started, "date": when, "versions": machine})
+            meta.write_text(json.dumps(known, indent=1) + "\n")
         return digest
-    from agentgym.rl.runinfo import versions
     from baselines.sft import oracle_text_of
 
     archive.mkdir(parents=True, exist_ok=True)
-    v = versions()
     text = oracle_text_of(sft_dir)
     meta.write_text(
         json.dumps(
             {
                 "sha256": digest,
                 "command": command,
+                **({"started": started} if started is not None else {}),
                 **({"oracle_text": text} if text is not None else {}),
-                "versions": {k: v.get(k) for k in ("torch", "transformers", "numpy", "platform")},
+                "versions": machine,
                 "date": time.strftime("%Y-%m-%d", time.gmtime()),
             },
             indent=1,

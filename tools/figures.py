@@ -928,6 +928,14 @@ def render_seed_comparison(rec: dict) -> str:
         f"`{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']}; Python {v['python']}, "
         f"torch {v['torch']}, transformers {v['transformers']}).",
     ]
+    if rebuilt := rec.get("sft_rebuilds"):  # the archive's start retrained on fresh machines with the same hash
+        when = ", ".join(f"{r['date']} (torch {r['versions']['torch']})" for r in rebuilt)
+        lines += [
+            "",
+            f"The SFT start (SHA-256 {rec['sft_sha256'][:12]}) was retrained from its command on a fresh machine "
+            f"{({1: 'once', 2: 'twice'}).get(len(rebuilt), f'{len(rebuilt)} times')} ({when}) and gave the same weights: the runs "
+            "archived on each machine start from one checkpoint.",
+        ]
     if note := oracle_text_note(rec):
         lines += ["", note]
     return "\n".join(lines)

@@ -170,6 +170,14 @@ def test_the_seed_comparison_block_shows_seeds_sign_tests_pending_runs_and_mecha
     assert "| SFT+SEED | conditioned minus free | s1 0.10 / 0.20, s2 -0.05 / 0.00 |" in text
     assert "(at 0123456" in text
     assert "training seeds" not in text  # the SFT stage retrained with one seed only
+    assert "fresh machine" not in text  # no rebuild of the start recorded
+    rebuild = {"started": "2026-12-07 07:03:15", "date": "2026-12-07", "versions": {"torch": "2.13.0+cpu"}}
+    record.update(sft_sha256="1e6bd6bd8483e659", sft_rebuilds=[rebuild])
+    assert (
+        "The SFT start (SHA-256 1e6bd6bd8483) was retrained from its command on a fresh machine once "
+        "(2026-12-07 (torch 2.13.0+cpu)) and gave the same weights"
+    ) in fig.render_seed_comparison(record)
+    del record["sft_sha256"], record["sft_rebuilds"]
     record["sft_seed"] = 1
     record["sft_seeds"] = {"t0.4": {"per_seed": {"1": 0.66, "2": 0.6}, "mean": 0.63, "spread": 0.03}}
     seeds = next(line for line in fig.render_seed_comparison(record).splitlines() if "training seeds" in line)
