@@ -1021,10 +1021,12 @@ def paired_lessons(rec: dict) -> str:
     )
 
 
-def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None, effects: dict[str, dict] | None = None) -> str:
-    """The seed-methods summary's Sokoban line: the probe before RL (privileged text; the model's own where its
-    record exists; over more tasks, paired, where ``effects`` has it), then each seed method's held-out success
-    against GRPO as far as the comparison has run."""
+def sokoban_seed_items(
+    probes: dict[str, dict], comparison: dict | None, effects: dict[str, dict] | None = None
+) -> tuple[str, list[str]]:
+    """The seed-methods summary's Sokoban entry (its heading, its points): the probe before RL (privileged text; the
+    model's own where its record exists; over more tasks, paired, where ``effects`` has it), then each seed method's
+    held-out success against GRPO as far as the comparison has run."""
 
     def pct(x: float) -> str:
         return f"{100 * x:.0f}%"
@@ -1032,45 +1034,43 @@ def sokoban_seed_line(probes: dict[str, dict], comparison: dict | None, effects:
     oracle = probes["privileged (oracle) text"]["value"]
     sd, e = oracle["seed"], oracle["erl"]
     stale = oracle_text_note(probes["privileged (oracle) text"], "sokoban")
-    text = (
-        f"- **On Sokoban** (from its three-epoch lesson/reflection SFT"
-        f"{', as first written' if stale else ''}): before RL, on {sd['probe_tasks']:.0f} tasks, "
-        f"privileged lessons gave {pct(sd['lesson_conditioned_success'])} against {pct(sd['lesson_free_success'])} "
-        f"lesson-free on the same tasks"
+    head = f"On Sokoban (from its three-epoch lesson/reflection SFT{', as first written' if stale else ''})"
+    items = [
+        f"Before RL, on {sd['probe_tasks']:.0f} tasks: privileged lessons gave {pct(sd['lesson_conditioned_success'])} "
+        f"against {pct(sd['lesson_free_success'])} lesson-free on the same tasks"
         + (f" (over {paired_lessons(effects['seed-oracle'])})" if (effects or {}).get("seed-oracle") else "")
-        + f", and with the privileged reflection second attempts succeed "
-        f"{pct(e['second_success'])} against {pct(e['first_success_same_tasks'])} for the same tasks' other first "
-        f"attempts (the CPU page's Sokoban section says why)."
-    )
+        + f"; with the privileged reflection second attempts succeed {pct(e['second_success'])} against "
+        f"{pct(e['first_success_same_tasks'])} for the same tasks' other first attempts (the CPU page's Sokoban "
+        f"section says why)."
+    ]
     if "the model's own text" in probes:
         own = probes["the model's own text"]["value"]
         w = own["writing"]
-        text += (
-            f" The model's own lessons parse {pct(w['lesson_parse_rate'])} of the time at the writing check "
-            f"({pct(w['lesson_unparsed_cut'])} of the episodes get one cut at the token budget), its reflections close "
+        items.append(
+            f"The model's own text: lessons parse {pct(w['lesson_parse_rate'])} of the time at the writing check "
+            f"({pct(w['lesson_unparsed_cut'])} of the episodes get one cut at the token budget), reflections close "
             f"their block {pct(w['reflection_tagged_rate'])}; its own lessons give "
             f"{pct(own['seed']['lesson_conditioned_success'])} against {pct(own['seed']['lesson_free_success'])}, its "
             f"own reflections {pct(own['erl']['second_success'])} against {pct(own['erl']['first_success_same_tasks'])}."
         )
     stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
     grpo = stages.get("grpo", {}).get("heldout", {}).get("t0.4")
-    rows = []
     for method, st in stages.items():
         h = st["heldout"]["t0.4"]
         g = h.get("against_grpo")
         if method == "grpo" or not g or not grpo:
             continue
         seeds = len(h["per_seed"])
-        rows.append(
-            f"{st['label'].removeprefix('SFT+')} {h['mean']:.2f} against {grpo_same_seeds(h, grpo):.2f} "
-            f"({seeds} seed{'s' * (seeds > 1)}; tasks +{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g}): "
+        items.append(
+            f"After RL, {st['label'].removeprefix('SFT+')}: held-out {h['mean']:.2f} at T=0.4 against GRPO's "
+            f"{grpo_same_seeds(h, grpo):.2f} from the same start ({seeds} seed{'s' * (seeds > 1)}; tasks "
+            f"+{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g}): "
             + seed_verdict(st, list(stages.values()), "t0.4", short=True)
+            + "."
         )
-    if rows:
-        text += f" After RL, held-out success at T=0.4 against GRPO's from the same start: {'; '.join(rows)}."
     if note := stale or (comparison and oracle_text_note(comparison, "sokoban")):
-        text += " " + note
-    return text
+        items.append(note)
+    return head, items
 
 
 def render_seed_methods(
@@ -1086,10 +1086,11 @@ def render_seed_methods(
     sokoban_effects: dict[str, dict] | None = None,
 ) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
-    SmolLM2-135M, CPU): the probe before RL (privileged and own text), then, per method, the RL comparison's
-    mechanism metric and held-out success against GRPO, as far as the comparison has run; ``plans`` and ``lessons``
-    the comparisons from the plan-reading recipes; ``sokoban`` / ``sokoban_comparison`` Sokoban's probes (as
-    ``SOKOBAN_PROBES``), comparison and paired lesson effect, a line of their own."""
+    SmolLM2-135M, CPU): per method a heading and its points -- the probe before RL (privileged and own text), the RL
+    comparison's mechanism metric, held-out success against GRPO, as far as the comparison has run; ``plans`` and
+    ``lessons`` the comparisons from the plan-reading recipes; ``sokoban`` / ``sokoban_comparison`` Sokoban's probes
+    (as ``SOKOBAN_PROBES``), comparison and paired lesson effect, an entry of their own. Then the versions and one
+    command per record."""
     oracle, own = probes["privileged (oracle) text"]["value"], probes["the model's own text"]["value"]
     stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
 
@@ -1099,7 +1100,7 @@ def render_seed_methods(
     def after_rl(method: str) -> str:
         st = stages.get(method)
         if st is None:
-            return "after RL: not run yet"
+            return "after RL: not run yet."
         head = next(iter(st["heldout"]))
         h, grpo = st["heldout"][head], stages.get("grpo", {}).get("heldout", {}).get(head, {})
         seeds = len(h["per_seed"])
@@ -1112,33 +1113,12 @@ def render_seed_methods(
             )
             verdict = seed_verdict(st, list(stages.values()), head, short=True)
             text += f": {verdict}" if verdict else ""
-        return text
+        return text + "."
 
     def last(method: str, key: str) -> str:
         """Per seed: the mean over the training iterations / the last iteration."""
         f = stages.get(method, {}).get("mechanism", {}).get(key)
         return ", ".join(f"{m:.2f} / {x:.2f}" for m, x in zip(f["mean"], f["last"], strict=True)) if f else "n/a"
-
-    plans_erl = plans_seed = lesson_pairs = ""
-    if (effects or {}).get("seed-oracle"):  # the same question over more tasks, paired by task
-        lesson_pairs = f"; over {paired_lessons(effects['seed-oracle'])}"
-    if PLANS_PROBE in probes:  # the recipe whose text-in-context rows need their text
-        e, sd = probes[PLANS_PROBE]["value"]["erl"], probes[PLANS_PROBE]["value"]["seed"]
-        plans_erl = (
-            f" From the plan-reading SFT recipe the policy does act on it: where the failed attempt's first move was "
-            f"the mistake, second attempts take the better first move {pct(e['better_first_move_rate_second_attempts'])}"
-            f" of the time against {pct(e['better_first_move_rate_first_attempts'])} for the task's other first "
-            f"attempts (the mistaken one {pct(e['mistaken_first_move_rate_second_attempts'])} against "
-            f"{pct(e['mistaken_first_move_rate_first_attempts'])}); second attempts succeed "
-            f"{pct(e['second_success'])} against {pct(e['first_success_same_tasks'])}"
-        )
-        if "second_solved" in e:
-            plans_erl += (
-                f": of {e['failed_first_attempts']} second attempts {e['second_solved']} solve the task, "
-                f"{e['second_same_mistake']} make the named mistake again and {e['second_other_mistake']} get past it "
-                f"and go wrong elsewhere"
-            )
-        plans_erl += "."
 
     def paired_reflections(rec: dict) -> str:
         """A reflection-effect record (tools/mechanism_probe.py --reflections) in words."""
@@ -1153,14 +1133,6 @@ def render_seed_methods(
             f"against {pct(r['better_first_move_rate_first_attempts'])}"
         )
 
-    if (effects or {}).get("erl-plans-oracle"):  # the same question over more tasks, paired
-        plans_erl += f" Over {paired_reflections(effects['erl-plans-oracle'])}."
-    if (effects or {}).get("erl-lessons-oracle"):  # the recipe with lesson rows off their cell: ERL's effect kept?
-        plans_erl += (
-            f" With lesson rows at the cells a lesson does not name too, over "
-            f"{paired_reflections(effects['erl-lessons-oracle'])}."
-        )
-
     def after_rl_from(recipe: dict | None, method: str) -> str:
         """The RL comparison from another SFT recipe (its record), as far as it has run, for ``method``."""
         st = {st["method"]: st for st in (recipe or {}).get("stages", [])}
@@ -1168,7 +1140,7 @@ def render_seed_methods(
             return ""
         h = st[method]["heldout"]["t0.4"]
         seeds = len(h["per_seed"])
-        text = f" After RL from it ({seeds} seed{'s' * (seeds > 1)}), held-out {h['mean']:.2f}"
+        text = f"After RL from it ({seeds} seed{'s' * (seeds > 1)}), held-out {h['mean']:.2f}"
         g, grpo = h.get("against_grpo"), st.get("grpo", {}).get("heldout", {}).get("t0.4")
         if g and grpo:
             text += (
@@ -1177,68 +1149,110 @@ def render_seed_methods(
             )
         return text + "."
 
-    plans_st = {st["method"]: st for st in (plans or {}).get("stages", [])}
-    if "erl-oracle" in plans_st:  # the RL comparison from that recipe, as far as it has run
-        plans_erl += after_rl_from(plans, "erl-oracle")
-        plans_seed = (
-            f" From the plan-reading SFT recipe: {pct(sd['lesson_conditioned_success'])} lesson-conditioned against "
-            f"{pct(sd['lesson_free_success'])} lesson-free."
+    effects = effects or {}
+    lesson_pairs = f"; over {paired_lessons(effects['seed-oracle'])}" if "seed-oracle" in effects else ""
+    seed = [
+        f"Before RL, privileged lessons: {pct(oracle['seed']['lesson_conditioned_success'])} lesson-conditioned "
+        f"against {pct(oracle['seed']['lesson_free_success'])} lesson-free on the same "
+        f"{oracle['seed']['probe_tasks']:.0f} tasks{lesson_pairs}.",
+        f"Before RL, the model's own lessons parse {pct(own['seed']['lesson_parse_rate'])} of the time and give "
+        f"{pct(own['seed']['lesson_conditioned_success'])} against {pct(own['seed']['lesson_free_success'])}.",
+        f"During RL (per seed, mean over iterations / last): own lessons parse {last('seed', 'seed/lesson_parse_rate')}; "
+        f"lesson-conditioned minus lesson-free success {last('seed', 'seed/lesson_gap')}.",
+        f"With its own lessons, {after_rl('seed')}",
+        f"With privileged lessons, {after_rl('seed-oracle')}",
+    ]
+    erl = [
+        f"Before RL, with the privileged reflection second attempts succeed {pct(oracle['erl']['second_success'])} "
+        f"against {pct(oracle['erl']['first_success_same_tasks'])} for the same tasks' other first attempts (own "
+        f"reflections: {pct(own['erl']['second_success'])}): the policy does not act on the reflection (see the CPU "
+        f"page for why).",
+        f"During RL (per seed, mean over iterations / last): own reflections in their tags "
+        f"{last('erl', 'erl/reflection_tagged_rate')}; second- minus first-attempt success on the same tasks "
+        f"{last('erl', 'erl/second_minus_first_same_tasks')}.",
+        f"With its own reflections, {after_rl('erl')}",
+        f"With privileged reflections, {after_rl('erl-oracle')}",
+    ]
+    if PLANS_PROBE in probes:  # the recipe whose text-in-context rows need their text
+        e, sd = probes[PLANS_PROBE]["value"]["erl"], probes[PLANS_PROBE]["value"]["seed"]
+        text = (
+            f"From the plan-reading SFT recipe the policy does act on it: where the failed attempt's first move was "
+            f"the mistake, second attempts take the better first move {pct(e['better_first_move_rate_second_attempts'])}"
+            f" of the time against {pct(e['better_first_move_rate_first_attempts'])} for the task's other first "
+            f"attempts (the mistaken one {pct(e['mistaken_first_move_rate_second_attempts'])} against "
+            f"{pct(e['mistaken_first_move_rate_first_attempts'])}); second attempts succeed "
+            f"{pct(e['second_success'])} against {pct(e['first_success_same_tasks'])}"
         )
-        if (effects or {}).get("seed-plans-oracle"):  # that recipe's policy acts on the lesson, for better or worse
-            plans_seed += f" Over {paired_lessons(effects['seed-plans-oracle'])}."
-        if (effects or {}).get("seed-lessons-oracle"):  # the same recipe with lesson rows where the lesson is moot
-            plans_seed += (
-                f" With lesson rows at the cells a lesson does not name too, over "
-                f"{paired_lessons(effects['seed-lessons-oracle'])}."
+        if "second_solved" in e:
+            text += (
+                f": of {e['failed_first_attempts']} second attempts {e['second_solved']} solve the task, "
+                f"{e['second_same_mistake']} make the named mistake again and {e['second_other_mistake']} get past it "
+                f"and go wrong elsewhere"
             )
-            plans_seed += after_rl_from(lessons, "seed-oracle")
-    lines = [
-        f"- **SEED**: before RL, on {oracle['seed']['probe_tasks']:.0f} tasks, privileged lessons gave "
-        f"{pct(oracle['seed']['lesson_conditioned_success'])} against {pct(oracle['seed']['lesson_free_success'])} "
-        f"lesson-free on the same tasks{lesson_pairs}; the "
-        f"model's own lessons parse {pct(own['seed']['lesson_parse_rate'])} of the time and give "
-        f"{pct(own['seed']['lesson_conditioned_success'])} against {pct(own['seed']['lesson_free_success'])}. "
-        f"Own lessons during RL parse (per seed, mean over iterations / last): {last('seed', 'seed/lesson_parse_rate')}; "
-        f"lesson-conditioned minus lesson-free success during RL: {last('seed', 'seed/lesson_gap')}; "
-        f"{after_rl('seed')}; with privileged lessons, {after_rl('seed-oracle')}.{plans_seed}",
-        f"- **ERL**: before RL, with the privileged reflection second attempts succeed "
-        f"{pct(oracle['erl']['second_success'])} against {pct(oracle['erl']['first_success_same_tasks'])} for the same "
-        f"tasks' other first attempts (own reflections: {pct(own['erl']['second_success'])}): the policy does not act "
-        f"on the reflection (see the CPU page for why). Own reflections in their tags during RL (per seed, mean over "
-        f"iterations / last): {last('erl', 'erl/reflection_tagged_rate')}; second- minus first-attempt success on the "
-        f"same tasks during RL: {last('erl', 'erl/second_minus_first_same_tasks')}; {after_rl('erl')}; with privileged "
-        f"reflections, "
-        f"{after_rl('erl-oracle')}.{plans_erl}",
-        f"- **SAPO**: correlation of the V read-out with the realised returns (per seed, mean over iterations / last): "
-        f"{last('sapo', 'sapo/value_return_corr')}; {after_rl('sapo')}.",
+        text += "."
+        if "erl-plans-oracle" in effects:  # the same question over more tasks, paired
+            text += f" Over {paired_reflections(effects['erl-plans-oracle'])}."
+        plans_st = {st["method"] for st in (plans or {}).get("stages", [])}
+        if "erl-oracle" in plans_st:  # the RL comparison from that recipe, as far as it has run
+            text += " " + after_rl_from(plans, "erl-oracle")
+        erl.append(text)
+        if "erl-lessons-oracle" in effects:  # the recipe with lesson rows off their cell: ERL's effect kept?
+            erl.append(
+                f"From the plan-reading recipe with lesson rows at the cells a lesson does not name too, over "
+                f"{paired_reflections(effects['erl-lessons-oracle'])}."
+            )
+        if "erl-oracle" in plans_st:
+            text = (
+                f"From the plan-reading SFT recipe: {pct(sd['lesson_conditioned_success'])} lesson-conditioned against "
+                f"{pct(sd['lesson_free_success'])} lesson-free."
+            )
+            if "seed-plans-oracle" in effects:  # that recipe's policy acts on the lesson, for better or worse
+                text += f" Over {paired_lessons(effects['seed-plans-oracle'])}."
+            seed.append(text)
+            if "seed-lessons-oracle" in effects:  # the same recipe with lesson rows where the lesson is moot
+                text = (
+                    f"From the plan-reading recipe with lesson rows at the cells a lesson does not name too, over "
+                    f"{paired_lessons(effects['seed-lessons-oracle'])}."
+                )
+                seed.append(" ".join(filter(None, [text, after_rl_from(lessons, "seed-oracle")])))
+    sapo = [
+        f"During RL (per seed, mean over iterations / last): correlation of the V read-out with the realised returns "
+        f"{last('sapo', 'sapo/value_return_corr')}.",
+        after_rl("sapo")[0].upper() + after_rl("sapo")[1:],
     ]
     if sapo_time is not None:
         r = sapo_time["results"]
-        lines[-1] += (
-            f" Time per iteration against PPO at the same batch: x{r['sapo']['iteration_s'] / r['ppo']['iteration_s']:.2f}."
+        sapo.append(
+            f"Time per iteration against PPO at the same batch: x{r['sapo']['iteration_s'] / r['ppo']['iteration_s']:.2f}."
         )
     if readout is not None:
         r = readout["value"]["readout"]
-        lines[-1] += (
-            f" The best linear read-out of the SFT model's state-end hidden state (what the two read-out rows can learn, "
+        sapo.append(
+            f"The best linear read-out of the SFT model's state-end hidden state (what the two read-out rows can learn, "
             f"the body held fixed), cross-validated over {r['episodes']} episodes: {r['probe_corr']:.2f}."
         )
+    entries = [("SEED on FrozenLake", seed), ("ERL on FrozenLake", erl), ("SAPO on FrozenLake", sapo)]
     if sokoban:
-        lines.append(sokoban_seed_line(sokoban, sokoban_comparison, sokoban_effects))
+        entries.append(sokoban_seed_items(sokoban, sokoban_comparison, sokoban_effects))
+    lines = []
+    for head, items in entries:
+        lines.append(f"- **{head}**")
+        lines += [f"  - {item}" for item in items]
     cmds = [p["command"] for p in probes.values()]
     cmds += [p["command"] for p in (sokoban or {}).values()]
     cmds += [rec["command"] for rec in (comparison, sokoban_comparison) if rec]
     cmds += [sapo_time["command"]] if sapo_time else []
     cmds += [readout["command"]] if readout else []
     cmds += [rec["command"] for rec in (plans, lessons) if rec]
-    cmds += [e["command"] for e in (effects or {}).values()]
+    cmds += [e["command"] for e in effects.values()]
     v = probes["privileged (oracle) text"]["versions"]
     lines += [
         "",
-        f"SmolLM2-135M-Instruct on FrozenLakeNotSlippery-v0, CPU, from one lesson/reflection SFT checkpoint; "
-        f"Python {v['python']}, torch {v['torch']}, transformers {v['transformers']}. Commands: "
-        + "; ".join(f"`{c}`" for c in cmds)
-        + ".",
+        f"SmolLM2-135M-Instruct on FrozenLakeNotSlippery-v0{' and Sokoban-v0' if sokoban else ''}, CPU, every RL run "
+        f"of an env from one lesson/reflection SFT checkpoint; Python {v['python']}, torch {v['torch']}, "
+        f"transformers {v['transformers']}. Each figure comes from the record one of these commands wrote:",
+        "",
+        *[f"- `{c}`" for c in cmds],
     ]
     return "\n".join(lines)
 

@@ -278,14 +278,22 @@ def test_the_readout_probe_block_sets_sapos_readout_against_the_best_linear_one(
     assert "1 0.31, 100 0.42" in text
 
 
+def entry(text: str, head: str) -> str:
+    """One entry of the README's seed-methods summary (its heading line and its points), as one line."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"- **{head}"))
+    end = next((i for i in range(at + 1, len(lines)) if not lines[i].startswith("  - ")), len(lines))
+    return " ".join(line.strip() for line in lines[at:end])
+
+
 def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
     probes = {name: json.loads(path.read_text()) for name, path in fig.MECHANISM_PROBES.items()}
     before = fig.render_seed_methods(probes, None, None)
-    assert before.count("after RL: not run yet") == 5  # SEED, SEED oracle, ERL, ERL oracle, SAPO
+    assert before.lower().count("after rl: not run yet") == 5  # SEED, SEED oracle, ERL, ERL oracle, SAPO
     oracle = probes["privileged (oracle) text"]["value"]["seed"]
     assert (
-        f"gave {100 * oracle['lesson_conditioned_success']:.0f}% against {100 * oracle['lesson_free_success']:.0f}% "
-        "lesson-free" in before
+        f"privileged lessons: {100 * oracle['lesson_conditioned_success']:.0f}% lesson-conditioned against "
+        f"{100 * oracle['lesson_free_success']:.0f}% lesson-free" in before
     )
     # with the paired probe over more tasks: its gain, computed from the recorded pairs
     pairs = [{"conditioned": 1.0, "free": 0.5, "lesson_from_success": 0.0}, {"conditioned": 0.0, "free": 0.5,
@@ -298,19 +306,16 @@ def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
     refl = {"tasks": 2, "pairs": [{"conditioned": 1.0, "free": 0.5}, {"conditioned": 1.0, "free": 0.0}],
             "better_first_move_rate_second_attempts": 0.9, "better_first_move_rate_first_attempts": 0.3}  # fmt: skip
     effects["erl-plans-oracle"] = {"value": {"reflections": refl}, "command": "python tools/mechanism_probe.py R"}
-    erl = next(
-        line for line in fig.render_seed_methods(probes, None, None, effects=effects).splitlines() if "ERL" in line
-    )
+    erl = entry(fig.render_seed_methods(probes, None, None, effects=effects), "ERL")
     assert (
         "Over 2 tasks (2 failed first attempts), paired with the task's other first attempts: second attempts " in erl
     )
     assert "succeed 100% against 25% (gain +0.75, SE 0.25, p=0.0027); the better first move 90% against 30%." in erl
     effects["erl-lessons-oracle"] = {"value": {"reflections": refl}, "command": "python tools/mechanism_probe.py O"}
-    erl = next(
-        line for line in fig.render_seed_methods(probes, None, None, effects=effects).splitlines() if "ERL" in line
-    )
+    erl = entry(fig.render_seed_methods(probes, None, None, effects=effects), "ERL")
     assert (
-        "30%. With lesson rows at the cells a lesson does not name too, over 2 tasks (2 failed first attempts)" in erl
+        "30%. - From the plan-reading recipe with lesson rows at the cells a lesson does not name too, over 2 tasks "
+        "(2 failed first attempts)" in erl
     )
 
     def stage(method, mean, mech=None):
@@ -323,17 +328,17 @@ def test_the_readme_seed_summary_says_what_ran_and_what_did_not(fig):
     comparison = {"stages": [stage("grpo", 0.6), stage("sapo", 0.7, corr)], "command": "python tools/cpu_table.py X"}
     timing = {"results": {"ppo": {"iteration_s": 100.0}, "sapo": {"iteration_s": 70.0}}, "command": "gpu_check Y"}
     after = fig.render_seed_methods(probes, comparison, timing)
-    sapo = next(line for line in after.splitlines() if line.startswith("- **SAPO**"))
+    sapo = entry(after, "SAPO")
     assert (
         "0.20 / 0.55, 0.30 / 0.61" in sapo
-        and "after RL (2 seeds): held-out 0.70 against GRPO's 0.60 (tasks +12/-4, sign test p=0.077): no difference "
+        and "After RL (2 seeds): held-out 0.70 against GRPO's 0.60 (tasks +12/-4, sign test p=0.077): no difference "
         "beyond the seed spread."
         in sapo  # seeds apart from GRPO's, but the sign test is not below 0.05
     )
     assert "against PPO at the same batch: x0.70" in sapo and "`python tools/cpu_table.py X`" in after
     readout = {"value": {"readout": {"episodes": 256, "probe_corr": 0.347}}, "command": "mechanism_probe Z"}
-    sapo = fig.render_seed_methods(probes, comparison, timing, readout).splitlines()[2]
-    assert sapo.startswith("- **SAPO**") and "cross-validated over 256 episodes: 0.35." in sapo
+    sapo = entry(fig.render_seed_methods(probes, comparison, timing, readout), "SAPO")
+    assert "cross-validated over 256 episodes: 0.35." in sapo
 
 
 def test_context_rows_block_shows_each_recipe_and_the_rows_only_the_text_decides(fig):
@@ -407,14 +412,16 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
     pairs = [{"conditioned": 0.0, "free": 0.5, "lesson_from_success": 0.0}, {"conditioned": 1.0, "free": 1.0,
              "lesson_from_success": 1.0}, {"conditioned": 0.0, "free": 0.25, "lesson_from_success": 0.0}]  # fmt: skip
     effects = {"seed-plans-oracle": {"value": {"lessons": {"pairs": pairs}}, "command": "python tools/x.py S"}}
-    seed = fig.render_seed_methods(probes, None, None, None, plans, effects).splitlines()[0]
+    seed = entry(fig.render_seed_methods(probes, None, None, None, plans, effects), "SEED")
     assert (
         "lesson-free. Over 3 tasks, paired by task, the gain is -0.25 (SE 0.14, p=0.083), -0.38 (SE 0.12, p=0.0027) where"
         in seed
     )
     effects["seed-lessons-oracle"] = {"value": {"lessons": {"pairs": pairs}}, "command": "python tools/x.py L"}
-    seed = fig.render_seed_methods(probes, None, None, None, plans, effects).splitlines()[0]
-    assert "With lesson rows at the cells a lesson does not name too, over 3 tasks, paired by task" in seed
+    seed = entry(fig.render_seed_methods(probes, None, None, None, plans, effects), "SEED")
+    assert (
+        "From the plan-reading recipe with lesson rows at the cells a lesson does not name too, over 3 tasks" in seed
+    )
     assert "where the lesson is about a failed episode. After RL" not in seed  # that recipe's RL has not run
     lessons = {
         "stages": [stage("grpo", 0.71), stage("seed-oracle", 0.72, {"wins": 1, "losses": 0, "p": 1.0})],
@@ -423,7 +430,7 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
     text = fig.render_seed_methods(probes, None, None, None, plans, effects, lessons)
     assert (
         "where the lesson is about a failed episode. After RL from it (1 seed), held-out 0.72 against GRPO's 0.71 "
-        "from the same start (tasks +1/-0, sign test p=1)." in text.splitlines()[0]
+        "from the same start (tasks +1/-0, sign test p=1)." in entry(text, "SEED")
     )
     assert "`python tools/cpu_table.py --sft mech_lessons L`" in text
 
@@ -461,8 +468,10 @@ def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_com
     oracle = {"value": {"seed": {"probe_tasks": 64.0, "lesson_conditioned_success": 0.66, "lesson_free_success": 0.64},
                         "erl": {"second_success": 0.15, "first_success_same_tasks": 0.13}}, "command": "probe O"}  # fmt: skip
     assert "On Sokoban" not in fig.render_seed_methods(probes, None, None)
-    line = fig.render_seed_methods(probes, None, None, sokoban={"privileged (oracle) text": oracle}).splitlines()[3]
-    assert line.startswith("- **On Sokoban**") and "privileged lessons gave 66% against 64% lesson-free" in line
+    line = entry(
+        fig.render_seed_methods(probes, None, None, sokoban={"privileged (oracle) text": oracle}), "On Sokoban"
+    )
+    assert "privileged lessons gave 66% against 64% lesson-free" in line
     assert "second attempts succeed 15% against 13%" in line and "own lessons" not in line and "After RL" not in line
     own = {"value": {"writing": {"lesson_parse_rate": 0.75, "lesson_unparsed_cut": 0.25, "reflection_tagged_rate": 1.0},
                      "seed": {"lesson_conditioned_success": 0.5, "lesson_free_success": 0.6},
@@ -490,17 +499,18 @@ def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_com
         probes, None, None, sokoban={"privileged (oracle) text": oracle, "the model's own text": own},
         sokoban_comparison=comparison,
     )  # fmt: skip
-    line = text.splitlines()[3]
-    assert "own lessons parse 75% of the time at the writing check (25% of the episodes get one cut" in line
+    line = entry(text, "On Sokoban")
+    assert "own text: lessons parse 75% of the time at the writing check (25% of the episodes get one cut" in line
     assert "its own lessons give 50% against 60%, its own reflections 10% against 20%." in line
     # each method against GRPO of its own RL seeds
     # with the verdict the FrozenLake lines give: one RL seed compares two checkpoints, not the methods
     assert (
-        "SEED (oracle lessons) 0.80 against 0.78 (1 seed; tasks +5/-3, sign test p=0.73): one RL seed: two "
+        "SEED (oracle lessons): held-out 0.80 at T=0.4 against GRPO's 0.78 from the same start (1 seed; tasks +5/-3, sign test p=0.73): one RL seed: two "
         "checkpoints compared, not yet the methods" in line
     )
     assert (
-        "ERL 0.71 against 0.74 (2 seeds; tasks +4/-10, sign test p=0.18): no difference beyond the seed spread" in line
+        "ERL: held-out 0.71 at T=0.4 against GRPO's 0.74 from the same start (2 seeds; tasks +4/-10, sign test p=0.18): no difference beyond the seed spread"
+        in line
     )
     assert "`probe S`" in text and "`python tools/cpu_table.py --env sokoban C`" in text
     assert "paired by task" not in line
@@ -512,9 +522,10 @@ def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_com
               "command": "probe L"}  # fmt: skip
     line = fig.render_seed_methods(
         probes, None, None, sokoban={"privileged (oracle) text": oracle}, sokoban_effects={"seed-oracle": effect}
-    ).splitlines()[3]
+    )
+    line = entry(line, "On Sokoban")
     assert "lesson-free on the same tasks (over 4 tasks, paired by task, the gain is -0.25 (SE 0.25, p=0.32), " in line
-    assert "+0.50 (p=n/a) where the lesson is about a failed episode), and with the privileged" in line
+    assert "+0.50 (p=n/a) where the lesson is about a failed episode); with the privileged" in line
 
 
 def test_a_record_from_an_earlier_privileged_text_says_so_and_the_writing_block_has_a_column_per_text(fig):
