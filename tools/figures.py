@@ -1215,10 +1215,11 @@ def render_seed_methods(
                     f"{paired_lessons(effects['seed-lessons-oracle'])}."
                 )
                 seed.append(" ".join(filter(None, [text, after_rl_from(lessons, "seed-oracle")])))
+    sapo_after = after_rl("sapo")
     sapo = [
         f"During RL (per seed, mean over iterations / last): correlation of the V read-out with the realised returns "
         f"{last('sapo', 'sapo/value_return_corr')}.",
-        after_rl("sapo")[0].upper() + after_rl("sapo")[1:],
+        sapo_after[0].upper() + sapo_after[1:],
     ]
     if sapo_time is not None:
         r = sapo_time["results"]
