@@ -388,9 +388,8 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
                 f"({known['command']}); {sft_dir} is {digest[:12]}. Retrain it with that command on one thread "
                 "(the same versions give the same weights), or give another --archive for a new comparison"
             )
-        if started is not None and started not in [known.get("started")] + [
-            r["started"] for r in known.get("rebuilds", [])
-        ]:
+        seen = [known.get("started"), *(r["started"] for r in known.get("rebuilds", []))]
+        if started is not None and started not in seen:
             when = time.strftime("%Y-%m-%d", time.gmtime())
             known.setdefault("rebuilds", []).append({"started": started, "date": when, "versions": machine})
             meta.write_text(json.dumps(known, indent=1) + "\n")
@@ -740,7 +739,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     if not opts.table_only and (todo or todo_sft or not _evaluated(out, temps, "smollm2-sft") or not mech):
         # with an archive the SFT start trains on one thread: deterministic there, so a fresh machine rebuilds the same
-        # one (the thread count changes the weights: tests/baselines/test_sft.py's slow determinism test)
+        # one (two threads give other weights; one thread's determinism: tests/baselines/test_sft.py, -m slow)
         sft_threads = 1 if archive is not None else opts.threads
         sft_dir = train(opts.env, "sft", None, runs, sft_threads, opts.sft_epochs, opts.sft)
         if archive is not None:
