@@ -660,6 +660,14 @@ def _step_checkpoints(trainer: Trainer, args: Args, t0: float) -> StepCheckpoint
 def train(args: Args) -> dict[str, float]:
     """Fine-tune on the episode logs; returns the last epoch's metrics."""
     trainer = Trainer(args, algo="sft")
+    here = torch.get_num_threads()
+    if trainer.resumed_threads not in (None, here) and str(trainer.device) == "cpu":
+        raise SystemExit(
+            f"{trainer.run_dir} was checkpointed on {trainer.resumed_threads} CPU threads and this process has {here}: "
+            "resumed on another count the SFT goes on with other weights than an uninterrupted run's (a comparison "
+            f"that checks its start's SHA-256 would refuse it at the end). Resume with "
+            f"OMP_NUM_THREADS={trainer.resumed_threads}"
+        )
     episodes = load_data(trainer, args)
     prompts, targets, data_stats = sft_rows(episodes, trainer.template, trainer.tokenizer, args)
     if args.lesson_rows or args.reflection_rows or args.context_rows:

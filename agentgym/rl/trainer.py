@@ -24,7 +24,8 @@ One iteration (verl-agent's order):
    mini-batch (``loss_norm="micro-batch"``: verl-agent's mean per micro-batch over the accumulation steps); grads are averaged across ranks, clipped, and AdamW steps (policy and, for PPO, critic).
 5. **log / checkpoint** -- shared metric keys to TensorBoard/wandb/metrics.jsonl; an atomic checkpoint
    every ``save_every`` iterations. ``--resume`` restores weights, optimizers, RNGs and the task-order
-   generator, so a resumed run is identical to an uninterrupted one.
+   generator, so a resumed run is identical to an uninterrupted one (on the CPU thread count it was checkpointed
+   on: the checkpoint records it, and the SFT refuses to resume on another).
 """
 
 from __future__ import annotations
@@ -75,6 +76,9 @@ class Trainer(Actor):
         self.history: list[dict[str, float]] = []
         #: a checkpoint taken inside iteration ``self.iteration + 1`` was resumed: its ``StepCheckpoints`` state
         self.partial: dict[str, Any] | None = None
+        #: the CPU thread count the resumed checkpoint was written on (None: not resumed, or an older checkpoint);
+        #: on another count the CPU kernels split their sums otherwise and the weights go on differently
+        self.resumed_threads: int | None = None
         if args.resume:
             self._resume()
             self._engine_stale = True
@@ -214,6 +218,7 @@ class Trainer(Actor):
             "history": self.logger.history if hasattr(self, "logger") else self.history,
             "args": to_dict(self.args),
             "reserved_ids": self.reserved_ids,
+            "threads": torch.get_num_threads(),
         }
         if self.critic is not None:
             state["critic"] = self.critic.state_dict()
@@ -233,6 +238,7 @@ class Trainer(Actor):
         self.iteration = int(state["iteration"])
         self.history = list(state.get("history", []))
         self.partial = state.get("partial")
+        self.resumed_threads = state.get("threads")
 
     def save(self, partial: dict[str, Any] | None = None) -> None:
         """Checkpoint the run after ``self.iteration`` iterations; ``partial``: saved inside the next one (an SFT

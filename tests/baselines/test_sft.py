@@ -3,6 +3,7 @@ exact resume, ``--init-from`` for the RL baselines, and ``agentgym data expert-t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -295,6 +296,23 @@ def test_sft_killed_inside_an_epoch_resumes_at_the_step_exactly(tmp_path, monkey
     for a, b in zip(rows_straight, rows_part):
         same = {k: v for k, v in a.items() if not k.startswith(TIME_KEYS)}
         assert same == {k: b[k] for k in same}  # the loss sums of the killed epoch carried over
+
+
+def test_an_sft_resumed_on_another_cpu_thread_count_is_refused(tmp_path):
+    """The thread count changes the weights (CPU kernels split their sums by thread): a resume on another count would
+    silently end with other weights than the uninterrupted run's, found out only when a comparison checks the start's
+    hash hours later. Refused at once, with the count to resume on."""
+    first = tiny_args(tmp_path, expert_episodes=4, total_iterations=1, val_every=0)
+    sft.train(first)
+    threads = torch.get_num_threads()  # what the first run checkpointed on
+    more = tiny_args(tmp_path, expert_episodes=4, total_iterations=2, val_every=0, resume=True)
+    try:
+        with pytest.raises(SystemExit, match=f"checkpointed on {threads} CPU threads .*OMP_NUM_THREADS={threads}"):
+            sft.train(dataclasses.replace(more, threads=threads + 1))
+    finally:
+        torch.set_num_threads(threads)
+    sft.train(dataclasses.replace(more, threads=threads))  # on the count it started with: resumed
+    assert Trainer(tiny_args(tmp_path, resume=True), algo="sft").iteration == 2
 
 
 def test_cli_expert_trajectories_writes_successful_expert_episodes(tmp_path, capsys):
