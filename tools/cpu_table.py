@@ -375,10 +375,12 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
     archive from before ``started`` was recorded counts every run it meets as a rebuild (its first machine is gone)."""
     from agentgym.rl.runinfo import versions
 
+    def machine() -> dict:  # what is written of the machine, only when something is written
+        v = versions()
+        return {k: v.get(k) for k in ("torch", "transformers", "numpy", "platform")}
+
     digest = weights_sha256(sft_dir / "model")
     meta = archive / "sft.json"
-    v = versions()
-    machine = {k: v.get(k) for k in ("torch", "transformers", "numpy", "platform")}
     started = run_started(sft_dir)
     if meta.exists():
         known = json.loads(meta.read_text())
@@ -391,7 +393,7 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
         seen = [known.get("started"), *(r["started"] for r in known.get("rebuilds", []))]
         if started is not None and started not in seen:
             when = time.strftime("%Y-%m-%d", time.gmtime())
-            known.setdefault("rebuilds", []).append({"started": started, "date": when, "versions": machine})
+            known.setdefault("rebuilds", []).append({"started": started, "date": when, "versions": machine()})
             meta.write_text(json.dumps(known, indent=1) + "\n")
         return digest
     from baselines.sft import oracle_text_of
@@ -405,7 +407,7 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
                 "command": command,
                 **({"started": started} if started is not None else {}),
                 **({"oracle_text": text} if text is not None else {}),
-                "versions": machine,
+                "versions": machine(),
                 "date": time.strftime("%Y-%m-%d", time.gmtime()),
             },
             indent=1,
