@@ -456,6 +456,9 @@ def test_cpu_table_comparison_pairs_each_method_with_grpo_task_by_task_and_seed_
     # a method none of whose runs is evaluated yet is pending, not a row; an oracle variant runs the first seed only
     rec = cpu_table.comparison("frozenlake", ["grpo", "erl-oracle"], [1, 2], [0.4], runs, out, "mech")
     assert [s["method"] for s in rec["stages"]] == ["grpo"] and rec["pending"] == ["erl-oracle seed 1"]
+    # --oracle-seeds N: the oracle variant runs the first N seeds, where its own result is the claim
+    rec = cpu_table.comparison("frozenlake", ["grpo", "erl-oracle"], [1, 2], [0.4], runs, out, "mech", oracle_seeds=2)
+    assert rec["pending"] == ["erl-oracle seed 1", "erl-oracle seed 2"]
 
 
 def test_cpu_table_sft_seeds_train_other_sft_seeds_and_report_the_sft_rows_spread(tmp_path, monkeypatch):

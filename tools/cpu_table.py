@@ -12,7 +12,7 @@
 reflection/lesson-in-context rows written by the privileged grid analyser), in its own folders (``runs/mech``,
 ``runs/heldout/ENV-mech``), so ``erl`` / ``seed`` are ERL and SEED with the model's *own* reflections and lessons
 and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analyser's (the mechanisms' upper bound;
-they run the first of ``--seeds`` only: one seed is enough for them); ``--sft mech_plans`` the same from the
+they run the first of ``--seeds`` only: one seed is enough for them; ``--oracle-seeds N`` the first N); ``--sft mech_plans`` the same from the
 recipe whose text-in-context rows sit where the text decides the move (``runs/mech_plans``), ``--sft mech_lessons``
 from that recipe with lesson rows at the cells a lesson does not name too (``runs/mech_lessons``). The table then also
 reports each method's mechanism metrics (``MECHANISM``), mean over iterations and at the last one, per seed;
@@ -473,10 +473,11 @@ def mechanism_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict
     return out
 
 
-def method_seeds(method: str, seeds: list[int]) -> list[int]:
-    """The RL seeds a method runs: all, but the first only for the oracle variants (the mechanisms' upper bound:
-    one seed is enough)."""
-    return seeds[:1] if method.endswith("-oracle") else seeds
+def method_seeds(method: str, seeds: list[int], oracle_seeds: int = 1) -> list[int]:
+    """The RL seeds a method runs: all, but the first ``oracle_seeds`` only for the oracle variants (the mechanisms'
+    upper bound: one seed is enough, unless an oracle variant's own result is the claim, as from a recipe whose
+    text decides the move)."""
+    return seeds[:oracle_seeds] if method.endswith("-oracle") else seeds
 
 
 def sign_test(wins: int, losses: int) -> float:
@@ -516,6 +517,7 @@ def comparison(
     out: Path,
     sft: str,
     sft_seeds: list[int] = (),
+    oracle_seeds: int = 1,
 ) -> dict:
     """The seed methods' comparison as a record: the SFT start and, per method, each RL seed's held-out success at
     every temperature, mean and spread (half the range), the paired sign test against GRPO (same held-out seeds,
@@ -540,8 +542,8 @@ def comparison(
     stages, pending = [], []
     for m in methods:
         # a run counts once its headline evaluation exists (its training finished, its checkpoint evaluated)
-        done = [s for s in method_seeds(m, seeds) if _done(out, temps[0], m, s)]
-        pending += [f"{m} seed {s}" for s in method_seeds(m, seeds) if s not in done]
+        done = [s for s in method_seeds(m, seeds, oracle_seeds) if _done(out, temps[0], m, s)]
+        pending += [f"{m} seed {s}" for s in method_seeds(m, seeds, oracle_seeds) if s not in done]
         if not done:
             continue
         per_temp = {}
@@ -661,6 +663,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--methods", nargs="*", default=["grpo", "ppo", "sapo"], choices=METHODS, help="RL methods")
     p.add_argument("--seeds", default="1,2,3", help="comma-separated RL seeds (default 1,2,3)")
+    p.add_argument(
+        "--oracle-seeds",
+        type=int,
+        default=1,
+        help="the oracle variants run the first N of --seeds (default 1: they are the mechanisms' upper bound)",
+    )
     p.add_argument("--jobs", type=int, default=1, help="RL runs at once, threads split between them (default 1)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="CPU threads in all (default: all)")
     p.add_argument("--runs", default="runs", help="run folders (default runs)")
@@ -737,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
         (m, s)
         for s in seeds
         for m in opts.methods
-        if s in method_seeds(m, seeds) and not _evaluated(out, temps, eval_name(m, s))
+        if s in method_seeds(m, seeds, opts.oracle_seeds) and not _evaluated(out, temps, eval_name(m, s))
     ]
     if not opts.table_only and (todo or todo_sft or not _evaluated(out, temps, "smollm2-sft") or not mech):
         # with an archive the SFT start trains on one thread: deterministic there, so a fresh machine rebuilds the same
@@ -763,7 +771,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     names = ([] if mech else ["smollm2-base"]) + ["smollm2-sft"]  # the shipped model's row is the main table's
     names += [eval_name("sft", s) for s in extra_sft]  # grouped with smollm2-sft: the SFT row's seeds
-    names += [eval_name(m, s) for m in opts.methods for s in method_seeds(m, seeds)]
+    names += [eval_name(m, s) for m in opts.methods for s in method_seeds(m, seeds, opts.oracle_seeds)]
     curves = [  # finished runs only: trained and evaluated
         str(runs / f"{config(opts.env, m)['exp_name']}_s{s}")
         for m in opts.methods
@@ -816,7 +824,7 @@ def main(argv: list[str] | None = None) -> int:
         record = {
             "record": f"cpu_{opts.sft}_{opts.env}",
             "what": "SmolLM2-135M-Instruct: RL methods from one SFT checkpoint, held-out success per RL seed",
-            **comparison(opts.env, opts.methods, seeds, temps, runs, out, opts.sft, extra_sft),
+            **comparison(opts.env, opts.methods, seeds, temps, runs, out, opts.sft, extra_sft, opts.oracle_seeds),
             "runs": os.path.relpath(runs, ROOT),
             **(
                 {"archive": os.path.relpath(archive, ROOT), **sft_provenance(json.loads(sft_meta.read_text()))}
