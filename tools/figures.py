@@ -1004,6 +1004,30 @@ def grpo_same_seeds(h: dict, grpo: dict) -> float:
     return sum(same) / len(same)
 
 
+def seeds_of(h: dict) -> str:
+    """How many RL seeds a method's held-out stage has, in words ("1 seed", "3 seeds")."""
+    n = len(h["per_seed"])
+    return f"{n} seed{'s' * (n > 1)}"
+
+
+def against_grpo(stages: dict[str, dict], method: str, temp: str, where: str = "", start: str = "") -> str:
+    """``method``'s held-out success at ``temp`` against GRPO's over the same RL seeds (``stages``: a comparison
+    record's stages by method), with the paired sign test and the seed verdict: "held-out 0.72{where} against GRPO's
+    0.71{start} (tasks +1/-0, sign test p=1): one RL seed: ..." (the mean alone without a paired GRPO run)."""
+    st = stages[method]
+    h, grpo = st["heldout"][temp], stages.get("grpo", {}).get("heldout", {}).get(temp, {})
+    text = f"held-out {h['mean']:.2f}{where}"
+    g = h.get("against_grpo")
+    if method == "grpo" or "mean" not in grpo or not g:
+        return text
+    text += (
+        f" against GRPO's {grpo_same_seeds(h, grpo):.2f}{start} (tasks +{g['wins']}/-{g['losses']}, "
+        f"sign test p={g['p']:.2g})"
+    )
+    verdict = seed_verdict(st, list(stages.values()), temp, short=True)
+    return text + (f": {verdict}" if verdict else "")
+
+
 def paired_lessons(rec: dict) -> str:
     """A lesson-effect record (tools/mechanism_probe.py --lessons) in words: the paired gain over every task and
     over the tasks whose lesson is about a failed episode."""
@@ -1054,18 +1078,12 @@ def sokoban_seed_items(
             f"own reflections {pct(own['erl']['second_success'])} against {pct(own['erl']['first_success_same_tasks'])}."
         )
     stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
-    grpo = stages.get("grpo", {}).get("heldout", {}).get("t0.4")
     for method, st in stages.items():
-        h = st["heldout"]["t0.4"]
-        g = h.get("against_grpo")
-        if method == "grpo" or not g or not grpo:
+        if method == "grpo" or "grpo" not in stages or not st["heldout"]["t0.4"].get("against_grpo"):
             continue
-        seeds = len(h["per_seed"])
         items.append(
-            f"After RL, {st['label'].removeprefix('SFT+')}: held-out {h['mean']:.2f} at T=0.4 against GRPO's "
-            f"{grpo_same_seeds(h, grpo):.2f} from the same start ({seeds} seed{'s' * (seeds > 1)}; tasks "
-            f"+{g['wins']}/-{g['losses']}, sign test p={g['p']:.2g}): "
-            + seed_verdict(st, list(stages.values()), "t0.4", short=True)
+            f"After RL, {st['label'].removeprefix('SFT+')}, {seeds_of(st['heldout']['t0.4'])}: "
+            + against_grpo(stages, method, "t0.4", " at T=0.4", " from the same start")
             + "."
         )
     if note := stale or (comparison and oracle_text_note(comparison, "sokoban")):
@@ -1102,18 +1120,7 @@ def render_seed_methods(
         if st is None:
             return "after RL: not run yet."
         head = next(iter(st["heldout"]))
-        h, grpo = st["heldout"][head], stages.get("grpo", {}).get("heldout", {}).get(head, {})
-        seeds = len(h["per_seed"])
-        text = f"after RL ({seeds} seed{'s' * (seeds > 1)}): held-out {h['mean']:.2f}"
-        if "mean" in grpo and method != "grpo":
-            g = h["against_grpo"]
-            text += (
-                f" against GRPO's {grpo_same_seeds(h, grpo):.2f} (tasks +{g['wins']}/-{g['losses']}, sign test "
-                f"p={g['p']:.2g})"
-            )
-            verdict = seed_verdict(st, list(stages.values()), head, short=True)
-            text += f": {verdict}" if verdict else ""
-        return text + "."
+        return f"after RL ({seeds_of(st['heldout'][head])}): {against_grpo(stages, method, head)}."
 
     def last(method: str, key: str) -> str:
         """Per seed: the mean over the training iterations / the last iteration."""
@@ -1138,16 +1145,7 @@ def render_seed_methods(
         st = {st["method"]: st for st in (recipe or {}).get("stages", [])}
         if method not in st:
             return ""
-        h = st[method]["heldout"]["t0.4"]
-        seeds = len(h["per_seed"])
-        text = f"After RL from it ({seeds} seed{'s' * (seeds > 1)}), held-out {h['mean']:.2f}"
-        g, grpo = h.get("against_grpo"), st.get("grpo", {}).get("heldout", {}).get("t0.4")
-        if g and grpo:
-            text += (
-                f" against GRPO's {grpo['mean']:.2f} from the same start (tasks +{g['wins']}/-{g['losses']}, sign test "
-                f"p={g['p']:.2g})"
-            )
-        return text + "."
+        return f"After RL from it ({seeds_of(st[method]['heldout']['t0.4'])}): {against_grpo(st, method, 't0.4', start=' from the same start')}."
 
     effects = effects or {}
     lesson_pairs = f"; over {paired_lessons(effects['seed-oracle'])}" if "seed-oracle" in effects else ""

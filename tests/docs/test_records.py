@@ -400,12 +400,15 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
         return {"method": method, "heldout": {"t0.4": h}, "mechanism": {}}
 
     plans = {
-        "stages": [stage("grpo", 0.5), stage("erl-oracle", 0.75, {"wins": 9, "losses": 2, "p": 0.0654})],
+        "stages": [
+            stage("grpo", 0.5),
+            stage("erl-oracle", 0.75, {"rl_seeds": 1, "wins": 9, "losses": 2, "p": 0.0654}),
+        ],
         "command": "python tools/cpu_table.py --sft mech_plans P",
     }
     text = fig.render_seed_methods(probes, None, None, None, plans)
     assert (
-        "After RL from it (1 seed), held-out 0.75 against GRPO's 0.50 from the same start (tasks +9/-2, sign " in text
+        "After RL from it (1 seed): held-out 0.75 against GRPO's 0.50 from the same start (tasks +9/-2, sign " in text
     )
     assert "`python tools/cpu_table.py --sft mech_plans P`" in text
     assert "After RL from it" not in fig.render_seed_methods(probes, None, None)
@@ -424,13 +427,14 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
     )
     assert "where the lesson is about a failed episode. After RL" not in seed  # that recipe's RL has not run
     lessons = {
-        "stages": [stage("grpo", 0.71), stage("seed-oracle", 0.72, {"wins": 1, "losses": 0, "p": 1.0})],
+        "stages": [stage("grpo", 0.71), stage("seed-oracle", 0.72, {"rl_seeds": 1, "wins": 1, "losses": 0, "p": 1.0})],
         "command": "python tools/cpu_table.py --sft mech_lessons L",
     }
     text = fig.render_seed_methods(probes, None, None, None, plans, effects, lessons)
     assert (
-        "where the lesson is about a failed episode. After RL from it (1 seed), held-out 0.72 against GRPO's 0.71 "
-        "from the same start (tasks +1/-0, sign test p=1)." in entry(text, "SEED")
+        "where the lesson is about a failed episode. After RL from it (1 seed): held-out 0.72 against GRPO's 0.71 "
+        "from the same start (tasks +1/-0, sign test p=1): one RL seed: two checkpoints compared"
+        in entry(text, "SEED")
     )
     assert "`python tools/cpu_table.py --sft mech_lessons L`" in text
 
@@ -505,11 +509,11 @@ def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_com
     # each method against GRPO of its own RL seeds
     # with the verdict the FrozenLake lines give: one RL seed compares two checkpoints, not the methods
     assert (
-        "SEED (oracle lessons): held-out 0.80 at T=0.4 against GRPO's 0.78 from the same start (1 seed; tasks +5/-3, sign test p=0.73): one RL seed: two "
+        "SEED (oracle lessons), 1 seed: held-out 0.80 at T=0.4 against GRPO's 0.78 from the same start (tasks +5/-3, sign test p=0.73): one RL seed: two "
         "checkpoints compared, not yet the methods" in line
     )
     assert (
-        "ERL: held-out 0.71 at T=0.4 against GRPO's 0.74 from the same start (2 seeds; tasks +4/-10, sign test p=0.18): no difference beyond the seed spread"
+        "ERL, 2 seeds: held-out 0.71 at T=0.4 against GRPO's 0.74 from the same start (tasks +4/-10, sign test p=0.18): no difference beyond the seed spread"
         in line
     )
     assert "`probe S`" in text and "`python tools/cpu_table.py --env sokoban C`" in text
