@@ -12,8 +12,9 @@
 reflection/lesson-in-context rows written by the privileged grid analyser), in its own folders (``runs/mech``,
 ``runs/heldout/ENV-mech``), so ``erl`` / ``seed`` are ERL and SEED with the model's *own* reflections and lessons
 and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analyser's (the mechanisms' upper bound;
-they run the first of ``--seeds`` only: one seed is enough for them; ``--oracle-seeds N`` the first N); ``--sft mech_plans`` the same from the
-recipe whose text-in-context rows sit where the text decides the move (``runs/mech_plans``), ``--sft mech_lessons``
+they run the first of ``--seeds`` only: one seed is enough for them; ``--oracle-seeds N``: the first N);
+``--sft mech_plans`` the same from the recipe whose text-in-context rows sit where the text decides the move
+(``runs/mech_plans``), ``--sft mech_lessons``
 from that recipe with lesson rows at the cells a lesson does not name too (``runs/mech_lessons``). The table then also
 reports each method's mechanism metrics (``MECHANISM``), mean over iterations and at the last one, per seed;
 ``--record`` writes it all, with the paired sign test against GRPO, as the record the docs render.
