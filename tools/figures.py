@@ -929,7 +929,7 @@ def render_seed_comparison(rec: dict) -> str:
         f"torch {v['torch']}, transformers {v['transformers']}).",
     ]
     if rebuilt := rec.get("sft_rebuilds"):  # the archive's start retrained on fresh machines with the same hash
-        when = ", ".join(f"{r['date']} (torch {r['versions']['torch']})" for r in rebuilt)
+        when = "; ".join(f"run started {r['started']}, torch {r['versions']['torch']}" for r in rebuilt)
         lines += [
             "",
             f"The SFT start (SHA-256 {rec['sft_sha256'][:12]}) was retrained from its command on a fresh machine "

@@ -175,7 +175,7 @@ def test_the_seed_comparison_block_shows_seeds_sign_tests_pending_runs_and_mecha
     record.update(sft_sha256="1e6bd6bd8483e659", sft_rebuilds=[rebuild])
     assert (
         "The SFT start (SHA-256 1e6bd6bd8483) was retrained from its command on a fresh machine once "
-        "(2026-12-07 (torch 2.13.0+cpu)) and gave the same weights"
+        "(run started 2026-12-07 07:03:15, torch 2.13.0+cpu) and gave the same weights"
     ) in fig.render_seed_comparison(record)
     del record["sft_sha256"], record["sft_rebuilds"]
     record["sft_seed"] = 1
