@@ -15,7 +15,8 @@ and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analys
 they run the first of ``--seeds`` only: one seed is enough for them; ``--oracle-seeds N``: the first N);
 ``--sft mech_plans`` the same from the recipe whose text-in-context rows sit where the text decides the move
 (``runs/mech_plans``), ``--sft mech_lessons`` from that recipe with lesson rows at the cells a lesson does not name
-too (``runs/mech_lessons``). The table then also reports each method's mechanism metrics (``MECHANISM``), mean over iterations and at the last one, per seed;
+too (``runs/mech_lessons``). The table then also reports each method's mechanism metrics (``MECHANISM``), mean
+over iterations and at the last one, per seed;
 ``--record`` writes it all, with the paired sign test against GRPO, as the record the docs render.
 
 Every step is skipped when its output exists, so a killed run picks up where it stopped:

@@ -1145,7 +1145,8 @@ def render_seed_methods(
         st = {st["method"]: st for st in (recipe or {}).get("stages", [])}
         if method not in st:
             return ""
-        return f"After RL from it ({seeds_of(st[method]['heldout']['t0.4'])}): {against_grpo(st, method, 't0.4', start=' from the same start')}."
+        versus = against_grpo(st, method, "t0.4", start=" from the same start")
+        return f"After RL from it ({seeds_of(st[method]['heldout']['t0.4'])}): {versus}."
 
     effects = effects or {}
     lesson_pairs = f"; over {paired_lessons(effects['seed-oracle'])}" if "seed-oracle" in effects else ""
