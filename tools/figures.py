@@ -1045,6 +1045,38 @@ def paired_lessons(rec: dict) -> str:
     )
 
 
+#: what the seed-methods summary quotes of each seed method's mechanism metrics (``cpu_table.MECHANISM`` has them all)
+DURING_RL = {
+    "seed": (
+        ("lessons parse", "seed/lesson_parse_rate"),
+        ("lesson-conditioned minus lesson-free success", "seed/lesson_gap"),
+    ),
+    "erl": (
+        ("reflections in their tags", "erl/reflection_tagged_rate"),
+        ("second- minus first-attempt success on the same tasks", "erl/second_minus_first_same_tasks"),
+    ),
+    "sapo": (("correlation of the V read-out with the realised returns", "sapo/value_return_corr"),),
+}
+#: the self-written variants' names where the summary sets them beside the privileged ones
+OWN_TEXT = {"seed": "SEED (own lessons)", "erl": "ERL (own reflections)"}
+
+
+def during_rl(stages: dict[str, dict], method: str) -> str:
+    """``method``'s mechanism metrics (``DURING_RL``) per seed, the mean over the training iterations / the last
+    iteration, in words; "n/a" where the comparison has none yet."""
+
+    def per_seed(key: str) -> str:
+        f = stages.get(method, {}).get("mechanism", {}).get(key)
+        return ", ".join(f"{m:.2f} / {x:.2f}" for m, x in zip(f["mean"], f["last"], strict=True)) if f else "n/a"
+
+    own = "own " if method in OWN_TEXT else ""
+    metrics = "; ".join(
+        f"{own if i == 0 else ''}{what} {per_seed(key)}"
+        for i, (what, key) in enumerate(DURING_RL[method.split("-")[0]])
+    )
+    return f"(per seed, mean over iterations / last): {metrics}"
+
+
 def sokoban_seed_items(
     probes: dict[str, dict], comparison: dict | None, effects: dict[str, dict] | None = None
 ) -> tuple[str, list[str]]:
@@ -1081,11 +1113,14 @@ def sokoban_seed_items(
     for method, st in stages.items():
         if method == "grpo" or "grpo" not in stages or not st["heldout"]["t0.4"].get("against_grpo"):
             continue
+        name = OWN_TEXT.get(method, st["label"].removeprefix("SFT+"))
         items.append(
-            f"After RL, {st['label'].removeprefix('SFT+')}, {seeds_of(st['heldout']['t0.4'])}: "
+            f"After RL, {name}, {seeds_of(st['heldout']['t0.4'])}: "
             + against_grpo(stages, method, "t0.4", " at T=0.4", " from the same start")
             + "."
         )
+        if st.get("mechanism") and method.split("-")[0] in DURING_RL:
+            items.append(f"{name} during RL {during_rl(stages, method)}.")
     if note := stale or (comparison and oracle_text_note(comparison, "sokoban")):
         items.append(note)
     return head, items
@@ -1122,11 +1157,6 @@ def render_seed_methods(
         head = next(iter(st["heldout"]))
         return f"after RL ({seeds_of(st['heldout'][head])}): {against_grpo(stages, method, head)}."
 
-    def last(method: str, key: str) -> str:
-        """Per seed: the mean over the training iterations / the last iteration."""
-        f = stages.get(method, {}).get("mechanism", {}).get(key)
-        return ", ".join(f"{m:.2f} / {x:.2f}" for m, x in zip(f["mean"], f["last"], strict=True)) if f else "n/a"
-
     def paired_reflections(rec: dict) -> str:
         """A reflection-effect record (tools/mechanism_probe.py --reflections) in words."""
         from mechanism_probe import paired_gain
@@ -1156,8 +1186,7 @@ def render_seed_methods(
         f"{oracle['seed']['probe_tasks']:.0f} tasks{lesson_pairs}.",
         f"Before RL, the model's own lessons parse {pct(own['seed']['lesson_parse_rate'])} of the time and give "
         f"{pct(own['seed']['lesson_conditioned_success'])} against {pct(own['seed']['lesson_free_success'])}.",
-        f"During RL (per seed, mean over iterations / last): own lessons parse {last('seed', 'seed/lesson_parse_rate')}; "
-        f"lesson-conditioned minus lesson-free success {last('seed', 'seed/lesson_gap')}.",
+        f"During RL {during_rl(stages, 'seed')}.",
         f"With its own lessons, {after_rl('seed')}",
         f"With privileged lessons, {after_rl('seed-oracle')}",
     ]
@@ -1166,9 +1195,7 @@ def render_seed_methods(
         f"against {pct(oracle['erl']['first_success_same_tasks'])} for the same tasks' other first attempts (own "
         f"reflections: {pct(own['erl']['second_success'])}): the policy does not act on the reflection (see the CPU "
         f"page for why).",
-        f"During RL (per seed, mean over iterations / last): own reflections in their tags "
-        f"{last('erl', 'erl/reflection_tagged_rate')}; second- minus first-attempt success on the same tasks "
-        f"{last('erl', 'erl/second_minus_first_same_tasks')}.",
+        f"During RL {during_rl(stages, 'erl')}.",
         f"With its own reflections, {after_rl('erl')}",
         f"With privileged reflections, {after_rl('erl-oracle')}",
     ]
@@ -1216,8 +1243,7 @@ def render_seed_methods(
                 seed.append(" ".join(filter(None, [text, after_rl_from(lessons, "seed-oracle")])))
     sapo_after = after_rl("sapo")
     sapo = [
-        f"During RL (per seed, mean over iterations / last): correlation of the V read-out with the realised returns "
-        f"{last('sapo', 'sapo/value_return_corr')}.",
+        f"During RL {during_rl(stages, 'sapo')}.",
         sapo_after[0].upper() + sapo_after[1:],
     ]
     if sapo_time is not None:

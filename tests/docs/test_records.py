@@ -513,11 +513,24 @@ def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_com
         "checkpoints compared, not yet the methods" in line
     )
     assert (
-        "ERL, 2 seeds: held-out 0.71 at T=0.4 against GRPO's 0.74 from the same start (tasks +4/-10, sign test p=0.18): no difference beyond the seed spread"
+        "ERL (own reflections), 2 seeds: held-out 0.71 at T=0.4 against GRPO's 0.74 from the same start (tasks +4/-10, sign test p=0.18): no difference beyond the seed spread"
         in line
     )
     assert "`probe S`" in text and "`python tools/cpu_table.py --env sokoban C`" in text
     assert "paired by task" not in line
+    assert "during RL" not in line  # no mechanism metrics in these stages
+    # with them: each seed's mean over iterations / last iteration, after the method's held-out line
+    comparison["stages"][2]["mechanism"] = {
+        "erl/reflection_tagged_rate": {"mean": [1.0, 0.95], "last": [1.0, 0.9]},
+        "erl/second_minus_first_same_tasks": {"mean": [0.1, -0.05], "last": [0.2, 0.0]},
+    }
+    text = fig.render_seed_methods(probes, None, None, sokoban={"privileged (oracle) text": oracle},
+                                   sokoban_comparison=comparison)  # fmt: skip
+    assert (
+        "beyond the seed spread. - ERL (own reflections) during RL (per seed, mean over iterations / last): own reflections "
+        "in their tags 1.00 / 1.00, 0.95 / 0.90; second- minus first-attempt success on the same tasks 0.10 / 0.20, "
+        "-0.05 / 0.00." in entry(text, "On Sokoban")
+    )
     # the lesson effect over more tasks, paired by task, where its record exists
     pairs = [{"conditioned": 0.0, "free": 0.5, "lesson_from_success": 1.0}] * 3 + [
         {"conditioned": 1.0, "free": 0.5, "lesson_from_success": 0.0}
