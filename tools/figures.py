@@ -975,7 +975,18 @@ def render_sapo_time(rec: dict) -> str:
 
 
 #: could SAPO's read-out track the returns at all? (tools/mechanism_probe.py --readout)
-READOUT_PROBES = {"frozenlake": ROOT / "docs" / "records" / "sapo_readout_probe_frozenlake.json"}
+READOUT_PROBES = {
+    env: ROOT / "docs" / "records" / f"sapo_readout_probe_{env}.json" for env in ("frozenlake", "sokoban")
+}
+
+
+def readout_ceiling_item(rec: dict) -> str:
+    """The seed-methods summary's point on a read-out probe (``READOUT_PROBES``): the best V the two rows can learn."""
+    r = rec["value"]["readout"]
+    return (
+        f"The best linear read-out of the SFT model's state-end hidden state (what the two read-out rows can learn, "
+        f"the body held fixed), cross-validated over {r['episodes']} episodes: {r['probe_corr']:.2f}."
+    )
 
 
 def render_readout_probe(rec: dict) -> str:
@@ -1078,11 +1089,15 @@ def during_rl(stages: dict[str, dict], method: str) -> str:
 
 
 def sokoban_seed_items(
-    probes: dict[str, dict], comparison: dict | None, effects: dict[str, dict] | None = None
+    probes: dict[str, dict],
+    comparison: dict | None,
+    effects: dict[str, dict] | None = None,
+    readout: dict | None = None,
 ) -> tuple[str, list[str]]:
     """The seed-methods summary's Sokoban entry (its heading, its points): the probe before RL (privileged text; the
     model's own where its record exists; over more tasks, paired, where ``effects`` has it), then each seed method's
-    held-out success against GRPO as far as the comparison has run."""
+    held-out success against GRPO as far as the comparison has run, with its mechanism metrics during RL; SAPO's
+    read-out ceiling where ``readout`` (its probe's record) exists."""
 
     def pct(x: float) -> str:
         return f"{100 * x:.0f}%"
@@ -1121,6 +1136,9 @@ def sokoban_seed_items(
         )
         if st.get("mechanism") and method.split("-")[0] in DURING_RL:
             items.append(f"{name} during RL {during_rl(stages, method)}.")
+    if readout is not None:
+        item = readout_ceiling_item(readout)
+        items.append(f"SAPO before RL: {item[0].lower()}{item[1:]}")
     if note := stale or (comparison and oracle_text_note(comparison, "sokoban")):
         items.append(note)
     return head, items
@@ -1137,12 +1155,13 @@ def render_seed_methods(
     sokoban: dict[str, dict] | None = None,
     sokoban_comparison: dict | None = None,
     sokoban_effects: dict[str, dict] | None = None,
+    sokoban_readout: dict | None = None,
 ) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
     SmolLM2-135M, CPU): per method a heading and its points -- the probe before RL (privileged and own text), the RL
     comparison's mechanism metric, held-out success against GRPO, as far as the comparison has run; ``plans`` and
     ``lessons`` the comparisons from the plan-reading recipes; ``sokoban`` / ``sokoban_comparison`` Sokoban's probes
-    (as ``SOKOBAN_PROBES``), comparison and paired lesson effect, an entry of their own. Then the versions and one
+    (as ``SOKOBAN_PROBES``), comparison, paired lesson effect and SAPO read-out probe, an entry of their own. Then the versions and one
     command per record."""
     oracle, own = probes["privileged (oracle) text"]["value"], probes["the model's own text"]["value"]
     stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
@@ -1252,14 +1271,10 @@ def render_seed_methods(
             f"Time per iteration against PPO at the same batch: x{r['sapo']['iteration_s'] / r['ppo']['iteration_s']:.2f}."
         )
     if readout is not None:
-        r = readout["value"]["readout"]
-        sapo.append(
-            f"The best linear read-out of the SFT model's state-end hidden state (what the two read-out rows can learn, "
-            f"the body held fixed), cross-validated over {r['episodes']} episodes: {r['probe_corr']:.2f}."
-        )
+        sapo.append(readout_ceiling_item(readout))
     entries = [("SEED on FrozenLake", seed), ("ERL on FrozenLake", erl), ("SAPO on FrozenLake", sapo)]
     if sokoban:
-        entries.append(sokoban_seed_items(sokoban, sokoban_comparison, sokoban_effects))
+        entries.append(sokoban_seed_items(sokoban, sokoban_comparison, sokoban_effects, sokoban_readout))
     lines = []
     for head, items in entries:
         lines.append(f"- **{head}**")
@@ -1268,7 +1283,7 @@ def render_seed_methods(
     cmds += [p["command"] for p in (sokoban or {}).values()]
     cmds += [rec["command"] for rec in (comparison, sokoban_comparison) if rec]
     cmds += [sapo_time["command"]] if sapo_time else []
-    cmds += [readout["command"]] if readout else []
+    cmds += [rec["command"] for rec in (readout, sokoban_readout) if rec]
     cmds += [rec["command"] for rec in (plans, lessons) if rec]
     cmds += [e["command"] for e in effects.values()]
     v = probes["privileged (oracle) text"]["versions"]
@@ -1418,6 +1433,7 @@ def blocks() -> list[tuple[Path, str, str]]:
                 sokoban,
                 _record(SEED_COMPARISONS["sokoban"]),
                 effects["sokoban"],
+                _record(READOUT_PROBES["sokoban"]),
             ),
         )
     )

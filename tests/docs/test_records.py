@@ -531,6 +531,17 @@ def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_com
         "in their tags 1.00 / 1.00, 0.95 / 0.90; second- minus first-attempt success on the same tasks 0.10 / 0.20, "
         "-0.05 / 0.00." in entry(text, "On Sokoban")
     )
+    # SAPO's read-out ceiling, where its probe has run
+    readout = {"value": {"readout": {"episodes": 128, "probe_corr": 0.234}}, "command": "probe R"}
+    text = fig.render_seed_methods(probes, None, None, sokoban={"privileged (oracle) text": oracle},
+                                   sokoban_readout=readout)  # fmt: skip
+    assert "SAPO before RL: the best linear read-out of the SFT model's state-end hidden state" in entry(
+        text, "On Sokoban"
+    )
+    assert "cross-validated over 128 episodes: 0.23." in entry(text, "On Sokoban") and "`probe R`" in text
+    assert "SAPO before RL" not in entry(
+        fig.render_seed_methods(probes, None, None, sokoban={"privileged (oracle) text": oracle}), "On Sokoban"
+    )
     # the lesson effect over more tasks, paired by task, where its record exists
     pairs = [{"conditioned": 0.0, "free": 0.5, "lesson_from_success": 1.0}] * 3 + [
         {"conditioned": 1.0, "free": 0.5, "lesson_from_success": 0.0}
