@@ -1081,11 +1081,8 @@ def during_rl(stages: dict[str, dict], method: str) -> str:
         return ", ".join(f"{m:.2f} / {x:.2f}" for m, x in zip(f["mean"], f["last"], strict=True)) if f else "n/a"
 
     own = "own " if method in OWN_TEXT else ""
-    metrics = "; ".join(
-        f"{own if i == 0 else ''}{what} {per_seed(key)}"
-        for i, (what, key) in enumerate(DURING_RL[method.split("-")[0]])
-    )
-    return f"(per seed, mean over iterations / last): {metrics}"
+    metrics = "; ".join(f"{what} {per_seed(key)}" for what, key in DURING_RL[method.split("-")[0]])
+    return f"(per seed, mean over iterations / last): {own}{metrics}"
 
 
 def sokoban_seed_items(
@@ -1161,8 +1158,8 @@ def render_seed_methods(
     SmolLM2-135M, CPU): per method a heading and its points -- the probe before RL (privileged and own text), the RL
     comparison's mechanism metric, held-out success against GRPO, as far as the comparison has run; ``plans`` and
     ``lessons`` the comparisons from the plan-reading recipes; ``sokoban`` / ``sokoban_comparison`` Sokoban's probes
-    (as ``SOKOBAN_PROBES``), comparison, paired lesson effect and SAPO read-out probe, an entry of their own. Then the versions and one
-    command per record."""
+    (as ``SOKOBAN_PROBES``), comparison, paired lesson effect and SAPO read-out probe, an entry of their own. Then the
+    versions and one command per record."""
     oracle, own = probes["privileged (oracle) text"]["value"], probes["the model's own text"]["value"]
     stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
 
