@@ -942,7 +942,17 @@ def render_seed_comparison(rec: dict) -> str:
 
 
 #: SAPO's time per iteration against PPO's at the same batch (tools/gpu_check.py --json): env -> its record
-SAPO_TIMINGS = {"frozenlake": ROOT / "docs" / "records" / "sapo_ppo_time_smollm2_frozenlake_cpu.json"}
+SAPO_TIMINGS = {
+    env: ROOT / "docs" / "records" / f"sapo_ppo_time_smollm2_{env}_cpu.json" for env in ("frozenlake", "sokoban")
+}
+
+
+def sapo_time_item(rec: dict) -> str:
+    """The seed-methods summary's point on a SAPO-against-PPO timing (``SAPO_TIMINGS``)."""
+    r = rec["results"]
+    return (
+        f"Time per iteration against PPO at the same batch: x{r['sapo']['iteration_s'] / r['ppo']['iteration_s']:.2f}."
+    )
 
 
 def render_sapo_time(rec: dict) -> str:
@@ -1090,11 +1100,12 @@ def sokoban_seed_items(
     comparison: dict | None,
     effects: dict[str, dict] | None = None,
     readout: dict | None = None,
+    sapo_time: dict | None = None,
 ) -> tuple[str, list[str]]:
     """The seed-methods summary's Sokoban entry (its heading, its points): the probe before RL (privileged text; the
     model's own where its record exists; over more tasks, paired, where ``effects`` has it), then each seed method's
     held-out success against GRPO as far as the comparison has run, with its mechanism metrics during RL; SAPO's
-    read-out ceiling where ``readout`` (its probe's record) exists."""
+    read-out ceiling where ``readout`` (its probe's record) exists, and its time against PPO where ``sapo_time`` does."""
 
     def pct(x: float) -> str:
         return f"{100 * x:.0f}%"
@@ -1136,6 +1147,9 @@ def sokoban_seed_items(
     if readout is not None:
         item = readout_ceiling_item(readout)
         items.append(f"SAPO before RL: {item[0].lower()}{item[1:]}")
+    if sapo_time is not None:
+        item = sapo_time_item(sapo_time)
+        items.append(f"SAPO: {item[0].lower()}{item[1:]}")
     if note := stale or (comparison and oracle_text_note(comparison, "sokoban")):
         items.append(note)
     return head, items
@@ -1153,13 +1167,14 @@ def render_seed_methods(
     sokoban_comparison: dict | None = None,
     sokoban_effects: dict[str, dict] | None = None,
     sokoban_readout: dict | None = None,
+    sokoban_sapo_time: dict | None = None,
 ) -> str:
     """baselines/README.md's summary of what the seed methods' own mechanisms did on a real model (FrozenLake,
     SmolLM2-135M, CPU): per method a heading and its points -- the probe before RL (privileged and own text), the RL
     comparison's mechanism metric, held-out success against GRPO, as far as the comparison has run; ``plans`` and
     ``lessons`` the comparisons from the plan-reading recipes; ``sokoban`` / ``sokoban_comparison`` Sokoban's probes
-    (as ``SOKOBAN_PROBES``), comparison, paired lesson effect and SAPO read-out probe, an entry of their own. Then the
-    versions and one command per record."""
+    (as ``SOKOBAN_PROBES``), comparison, paired lesson effect, SAPO read-out probe and time against PPO, an entry of
+    their own. Then the versions and one command per record."""
     oracle, own = probes["privileged (oracle) text"]["value"], probes["the model's own text"]["value"]
     stages = {st["method"]: st for st in (comparison or {}).get("stages", [])}
 
@@ -1263,15 +1278,14 @@ def render_seed_methods(
         sapo_after[0].upper() + sapo_after[1:],
     ]
     if sapo_time is not None:
-        r = sapo_time["results"]
-        sapo.append(
-            f"Time per iteration against PPO at the same batch: x{r['sapo']['iteration_s'] / r['ppo']['iteration_s']:.2f}."
-        )
+        sapo.append(sapo_time_item(sapo_time))
     if readout is not None:
         sapo.append(readout_ceiling_item(readout))
     entries = [("SEED on FrozenLake", seed), ("ERL on FrozenLake", erl), ("SAPO on FrozenLake", sapo)]
     if sokoban:
-        entries.append(sokoban_seed_items(sokoban, sokoban_comparison, sokoban_effects, sokoban_readout))
+        entries.append(
+            sokoban_seed_items(sokoban, sokoban_comparison, sokoban_effects, sokoban_readout, sokoban_sapo_time)
+        )
     lines = []
     for head, items in entries:
         lines.append(f"- **{head}**")
@@ -1279,7 +1293,7 @@ def render_seed_methods(
     cmds = [p["command"] for p in probes.values()]
     cmds += [p["command"] for p in (sokoban or {}).values()]
     cmds += [rec["command"] for rec in (comparison, sokoban_comparison) if rec]
-    cmds += [sapo_time["command"]] if sapo_time else []
+    cmds += [rec["command"] for rec in (sapo_time, sokoban_sapo_time) if rec]
     cmds += [rec["command"] for rec in (readout, sokoban_readout) if rec]
     cmds += [rec["command"] for rec in (plans, lessons) if rec]
     cmds += [e["command"] for e in effects.values()]
@@ -1431,6 +1445,7 @@ def blocks() -> list[tuple[Path, str, str]]:
                 _record(SEED_COMPARISONS["sokoban"]),
                 effects["sokoban"],
                 _record(READOUT_PROBES["sokoban"]),
+                _record(SAPO_TIMINGS["sokoban"]),
             ),
         )
     )

@@ -542,6 +542,12 @@ def test_the_readme_seed_summary_has_a_sokoban_line_as_far_as_its_probes_and_com
     assert "SAPO before RL" not in entry(
         fig.render_seed_methods(probes, None, None, sokoban={"privileged (oracle) text": oracle}), "On Sokoban"
     )
+    # SAPO's time per iteration against PPO, where its timing has run
+    timing = {"results": {"ppo": {"iteration_s": 200.0}, "sapo": {"iteration_s": 150.0}}, "command": "timing T"}
+    text = fig.render_seed_methods(probes, None, None, sokoban={"privileged (oracle) text": oracle},
+                                   sokoban_sapo_time=timing)  # fmt: skip
+    assert "SAPO: time per iteration against PPO at the same batch: x0.75." in entry(text, "On Sokoban")
+    assert "`timing T`" in text and "against PPO" not in entry(text, "SAPO on FrozenLake")
     # the lesson effect over more tasks, paired by task, where its record exists
     pairs = [{"conditioned": 0.0, "free": 0.5, "lesson_from_success": 1.0}] * 3 + [
         {"conditioned": 1.0, "free": 0.5, "lesson_from_success": 0.0}
