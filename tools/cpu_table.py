@@ -12,7 +12,9 @@
 reflection/lesson-in-context rows written by the privileged grid analyser), in its own folders (``runs/mech``,
 ``runs/heldout/ENV-mech``), so ``erl`` / ``seed`` are ERL and SEED with the model's *own* reflections and lessons
 and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analyser's (the mechanisms' upper bound;
-they run the first of ``--seeds`` only: one seed is enough for them; ``--oracle-seeds N``: the first N);
+they run the first of ``--seeds`` only: one seed is enough for them; ``--oracle-seeds N``: the first N), ablations
+``seed-no-opd`` (SEED with its distillation term weighted 0: its random stream, GRPO's update),
+``seed-strong-oracle`` (lambda_opd 1) and ``sapo-readout`` (the read-out rows at 100x the learning rate);
 ``--sft mech_plans`` the same from the recipe whose text-in-context rows sit where the text decides the move
 (``runs/mech_plans``), ``--sft mech_lessons`` from that recipe with lesson rows at the cells a lesson does not name
 too (``runs/mech_lessons``). The table then also reports each method's mechanism metrics (``MECHANISM``), mean
@@ -88,6 +90,7 @@ METHODS = (
     "erl-oracle",
     "seed-oracle",
     "seed-strong-oracle",
+    "seed-no-opd",
     "sapo-readout",
 )
 
@@ -881,6 +884,7 @@ def entry_meta(name: str, sft_epochs: int | None = None, sft_variant: str = "act
         "erl-oracle": "ERL (oracle reflections)",
         "seed-oracle": "SEED (oracle lessons)",
         "seed-strong-oracle": "SEED (oracle lessons, lambda_opd 1)",
+        "seed-no-opd": "SEED without its distillation term (lambda_opd 0)",
         "sapo-readout": "SAPO (read-out rows at 100x lr)",
     }.get(method)
     label = label or method.upper()
