@@ -461,6 +461,27 @@ def test_cpu_table_comparison_pairs_each_method_with_grpo_task_by_task_and_seed_
     assert rec["pending"] == ["erl-oracle seed 1", "erl-oracle seed 2"]
 
 
+def test_cpu_table_pairs_a_variant_with_the_method_it_varies_too(tmp_path):
+    """``seed-no-opd`` (SEED with its distillation term weighted 0) is paired with GRPO like every method, and with
+    SEED of the same RL seed: that pairing is what says whether the term, not SEED's random stream, did something."""
+    import cpu_table
+
+    out, runs = tmp_path / "heldout", tmp_path / "runs"
+    tasks = range(100000, 100010)
+    _fake_eval(out / "t0.4" / "smollm2-sft", {t: True for t in tasks})
+    for seed in (1, 2):
+        for method, k in (("grpo", 5), ("seed", 8), ("seed-no-opd", 6)):  # the first k tasks solved
+            _fake_eval(out / "t0.4" / f"smollm2-sft-{method}_s{seed}", {t: t - 100000 < k for t in tasks})
+    rec = cpu_table.comparison("sokoban", ["grpo", "seed", "seed-no-opd"], [1, 2], [0.4], runs, out, "mech")
+    grpo, seed, ablation = (s["heldout"]["t0.4"] for s in rec["stages"])
+    assert ablation["against_grpo"] == {"rl_seeds": 2, "wins": 2, "losses": 0, "p": pytest.approx(0.5)}
+    assert ablation["against_base"] == {"method": "seed", "rl_seeds": 2, "wins": 0, "losses": 4, "p": 0.125}
+    assert "against_base" not in seed and "against_base" not in grpo
+    # without the method it varies in the table, a variant is paired with GRPO only
+    rec = cpu_table.comparison("sokoban", ["grpo", "seed-no-opd"], [1, 2], [0.4], runs, out, "mech")
+    assert "against_base" not in rec["stages"][1]["heldout"]["t0.4"]
+
+
 def test_cpu_table_sft_seeds_train_other_sft_seeds_and_report_the_sft_rows_spread(tmp_path, monkeypatch):
     """``--sft-seeds``: each other training seed of the SFT stage is trained (its seed, 2-row pieces of the same
     steps, no RL start) and evaluated beside the RL runs; the record reports the SFT row over the seeds, the fixed
@@ -514,6 +535,23 @@ def test_cpu_table_sft_seeds_train_other_sft_seeds_and_report_the_sft_rows_sprea
     assert rec["sft_validation"] == {
         "2": {"success_rate": 0.9, "lesson_parse_rate": 0.875, "reflection_tagged_rate": 0.25}
     }
+    # a machine that restored the archive has no run folder of the fixed checkpoint: the archive keeps its validation
+    # (check_sft writes it there from the run, also into an archive from before the field)
+    archive, start = tmp_path / "archive", runs / "sft_smollm2_frozenlake_mech"
+    (start / "model").mkdir(parents=True)
+    (start / "model" / "model.safetensors").write_bytes(b"weights")
+    (start / "metrics.jsonl").write_text(
+        '{"iteration": 2, "val/success_rate": 0.8125, "val/lesson_parse_rate": 1.0}\n'
+    )
+    (archive / "sft.json").write_text(
+        json.dumps({"sha256": cpu_table.weights_sha256(start / "model"), "command": "c"})
+    )
+    cpu_table.check_sft(archive, start, "c")
+    kept = {"success_rate": 0.8125, "lesson_parse_rate": 1.0}
+    assert json.loads((archive / "sft.json").read_text())["validation"] == kept
+    shutil.rmtree(start)
+    rec = cpu_table.comparison("frozenlake", ["grpo"], [1], [0.4], runs, out, "mech", [2, 3], archive=archive)
+    assert rec["sft_validation"]["1"] == kept and rec["sft_validation"]["2"]["success_rate"] == 0.9
     assert cpu_table.entry_meta("smollm2-sft_s2", sft_variant="mech")["name"] == (
         "SmolLM2-135M SFT with lessons and reflections training seed 2 (CPU table)"
     )

@@ -130,6 +130,9 @@ def sft_recipe_of(model: str) -> SftRecipe:
 #: ``--sft-seeds``: the extra SFT runs take their 8-row steps in 2-row pieces (the same gradients, token-mean over the
 #: step), so one fits beside an RL job (the lesson/reflection SFT peaked at 19 GB with 8-row pieces)
 SFT_SEED_MICRO_BATCH = 2
+#: a variant -> the method it changes one setting of: each run is paired with that method's run of the same RL seed
+#: too (``against_base``), which says what the setting does where GRPO's pairing mixes it with the method's
+VARIANT_OF = {"seed-no-opd": "seed", "seed-strong-oracle": "seed-oracle", "sapo-readout": "sapo"}
 #: the metrics that show each seed method's own mechanism at work (logged every iteration by the baselines)
 MECHANISM = {
     "erl": (
@@ -372,7 +375,8 @@ def run_started(run_dir: Path) -> str | None:
 
 def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
     """The SFT checkpoint's hash, written to ``archive/sft.json`` the first time (with when that run began and, for a
-    lesson/reflection recipe, the version of the privileged text it learned: ``baselines.sft.oracle_text_of``); a
+    lesson/reflection recipe, the version of the privileged text it learned: ``baselines.sft.oracle_text_of``, and
+    its last validation, which the record reports where the run folder is not on the machine); a
     later checkpoint that differs from the archived runs' start is refused (their comparison would no longer be
     paired). One with the same hash from another run -- a fresh machine that retrained the start -- is added to the
     archive's ``rebuilds`` (its start, date, versions): the evidence that the command rebuilds the same weights. An
@@ -395,10 +399,17 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
                 "(the same versions give the same weights), or give another --archive for a new comparison"
             )
         seen = [known.get("started"), *(r["started"] for r in known.get("rebuilds", []))]
+        changed = dict(known)
         if started is not None and started not in seen:
             when = time.strftime("%Y-%m-%d", time.gmtime())
-            known.setdefault("rebuilds", []).append({"started": started, "date": when, "versions": machine()})
-            meta.write_text(json.dumps(known, indent=1) + "\n")
+            changed["rebuilds"] = [
+                *known.get("rebuilds", []),
+                {"started": started, "date": when, "versions": machine()},
+            ]
+        if "validation" not in known and (validation := last_validation(sft_dir)):
+            changed["validation"] = validation  # archives from before the field: kept the first time a run is here
+        if changed != known:
+            meta.write_text(json.dumps(changed, indent=1) + "\n")
         return digest
     from baselines.sft import oracle_text_of
 
@@ -411,6 +422,7 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
                 "command": command,
                 **({"started": started} if started is not None else {}),
                 **({"oracle_text": text} if text is not None else {}),
+                **({"validation": validation} if (validation := last_validation(sft_dir)) else {}),
                 "versions": machine(),
                 "date": time.strftime("%Y-%m-%d", time.gmtime()),
             },
@@ -522,11 +534,13 @@ def comparison(
     sft: str,
     sft_seeds: list[int] = (),
     oracle_seeds: int = 1,
+    archive: Path | None = None,
 ) -> dict:
     """The seed methods' comparison as a record: the SFT start and, per method, each RL seed's held-out success at
     every temperature, mean and spread (half the range), the paired sign test against GRPO (same held-out seeds,
-    same RL seed), its mechanism metrics per seed and its training facts. ``sft_seeds``: other training seeds of
-    the SFT stage, reported with the start's as ``sft_seeds`` (the SFT row's own spread)."""
+    same RL seed; a variant's against the method it varies too, ``VARIANT_OF``), its mechanism metrics per seed and
+    its training facts. ``sft_seeds``: other training seeds of the SFT stage, reported with the start's as
+    ``sft_seeds`` (the SFT row's own spread); ``archive``: where the fixed checkpoint's validation is kept."""
     sft_row = {tag(t): _success(out / tag(t) / "smollm2-sft") for t in temps}
     spread = {}
     fixed = sft_seed(env, sft)
@@ -542,7 +556,11 @@ def comparison(
         for m in methods
     }
     # the finished SFT seeds' own lessons and reflections on held-out episodes, as their validation measured them
-    validation = sft_validation(runs, env, sft, [int(s) for s in spread.get(tag(temps[0]), {}).get("per_seed", {})])
+    meta = archive / "sft.json" if archive is not None else None
+    archived = json.loads(meta.read_text()).get("validation") if meta is not None and meta.exists() else None
+    validation = sft_validation(
+        runs, env, sft, [int(s) for s in spread.get(tag(temps[0]), {}).get("per_seed", {})], archived
+    )
     stages, pending = [], []
     for m in methods:
         # a run counts once its headline evaluation exists (its training finished, its checkpoint evaluated)
@@ -557,6 +575,8 @@ def comparison(
             row: dict = {"per_seed": rates, **(mean_spread(rates) if rates else {})}
             if m != "grpo" and "grpo" in solved:
                 row["against_grpo"] = paired_against(got, solved["grpo"][t])
+            if (base := VARIANT_OF.get(m)) in solved:
+                row["against_base"] = {"method": base, **paired_against(got, solved[base][t])}
             per_temp[tag(t)] = row
         facts = stage_facts(runs, env, m, done)
         stages.append(
@@ -620,15 +640,26 @@ SFT_VALIDATION = (
 )
 
 
-def sft_validation(runs: Path, env: str, sft: str, seeds: list[int]) -> dict[str, dict[str, float]]:
-    """Per SFT training seed (the fixed checkpoint's first), its last validation (``SFT_VALIDATION``, without the
-    ``val/``) from its run's ``metrics.jsonl``; seeds without one are left out."""
+def last_validation(run_dir: Path) -> dict[str, float] | None:
+    """An SFT run's last validation (``SFT_VALIDATION``, without the ``val/``) from its ``metrics.jsonl``; None
+    without one."""
+    rows = [r for r in metrics_rows(run_dir) if "val/success_rate" in r]
+    return {k.removeprefix("val/"): rows[-1][k] for k in SFT_VALIDATION if k in rows[-1]} if rows else None
+
+
+def sft_validation(
+    runs: Path, env: str, sft: str, seeds: list[int], archived: dict[str, float] | None = None
+) -> dict[str, dict[str, float]]:
+    """Per SFT training seed (the fixed checkpoint's first), its last validation (:func:`last_validation`); seeds
+    without one are left out. ``archived``: the fixed checkpoint's, as the archive's ``sft.json`` keeps it (a machine
+    that restored the archive has no SFT run folder of its own)."""
     name, fixed = config(env, "sft", sft)["exp_name"], sft_seed(env, sft)
     out = {}
     for s in seeds:
-        rows = [r for r in metrics_rows(runs / (name if s == fixed else f"{name}_s{s}")) if "val/success_rate" in r]
-        if rows:
-            out[str(s)] = {k.removeprefix("val/"): rows[-1][k] for k in SFT_VALIDATION if k in rows[-1]}
+        got = last_validation(runs / (name if s == fixed else f"{name}_s{s}"))
+        got = archived if got is None and s == fixed else got
+        if got:
+            out[str(s)] = got
     return out
 
 
@@ -828,7 +859,9 @@ def main(argv: list[str] | None = None) -> int:
         record = {
             "record": f"cpu_{opts.sft}_{opts.env}",
             "what": "SmolLM2-135M-Instruct: RL methods from one SFT checkpoint, held-out success per RL seed",
-            **comparison(opts.env, opts.methods, seeds, temps, runs, out, opts.sft, extra_sft, opts.oracle_seeds),
+            **comparison(
+                opts.env, opts.methods, seeds, temps, runs, out, opts.sft, extra_sft, opts.oracle_seeds, archive
+            ),
             "runs": os.path.relpath(runs, ROOT),
             **(
                 {"archive": os.path.relpath(archive, ROOT), **sft_provenance(json.loads(sft_meta.read_text()))}

@@ -815,20 +815,22 @@ MECHANISM_LABELS = {
 }
 
 
-def seed_verdict(stage: dict, stages: list[dict], temp: str, short: bool = False) -> str:
-    """One method against GRPO of the same RL seeds: the mean difference, both per-seed ranges, the pooled sign test,
-    and whether the difference is beyond the seed spread -- the sign test's p < 0.05 *and* the two methods' per-seed
-    ranges apart (the sign test pairs tasks, so it sees the task noise but not how much a method moves between RL
-    seeds). ``short``: the verdict alone. Empty for GRPO itself and for a method without a paired GRPO seed."""
-    grpo = next((st for st in stages if st["method"] == "grpo"), None)
+def seed_verdict(stage: dict, stages: list[dict], temp: str, short: bool = False, against: str = "grpo") -> str:
+    """One method against GRPO of the same RL seeds (``against``: a variant against the method it varies, from its
+    ``against_base``): the mean difference, both per-seed ranges, the pooled sign test, and whether the difference
+    is beyond the seed spread -- the sign test's p < 0.05 *and* the two methods' per-seed ranges apart (the sign
+    test pairs tasks, so it sees the task noise but not how much a method moves between RL seeds). ``short``: the
+    verdict alone. Empty for the reference itself and for a method without a paired seed of it."""
+    ref = next((st for st in stages if st["method"] == against), None)
     h = stage["heldout"].get(temp, {})
-    g = h.get("against_grpo")
-    if grpo is None or stage is grpo or not g or not g["rl_seeds"]:
+    g = h.get("against_grpo") if against == "grpo" else h.get("against_base")
+    if ref is None or stage is ref or not g or not g["rl_seeds"] or g.get("method", against) != against:
         return ""
-    base = grpo["heldout"][temp]["per_seed"]
+    name = "GRPO" if against == "grpo" else ref["label"]
+    base = ref["heldout"][temp]["per_seed"]
     both = [s for s in h["per_seed"] if s in base]  # the RL seeds the sign test pooled
     mine, theirs = [h["per_seed"][s] for s in both], [base[s] for s in both]
-    diff = sum(mine) / len(mine) - sum(theirs) / len(theirs)
+    diff = round(sum(mine) / len(mine) - sum(theirs) / len(theirs), 2) or 0.0  # no "-0.00"
     apart = min(mine) > max(theirs) or max(mine) < min(theirs)
     n = len(both)
 
@@ -838,7 +840,7 @@ def seed_verdict(stage: dict, stages: list[dict], temp: str, short: bool = False
     if n == 1:
         verdict = "one RL seed: two checkpoints compared, not yet the methods"
     elif g["p"] < 0.05 and apart:
-        verdict = f"{'better' if diff > 0 else 'worse'} than GRPO beyond the seed spread"
+        verdict = f"{'better' if diff > 0 else 'worse'} than {name} beyond the seed spread"
     elif g["p"] < 0.05:  # the tasks say one thing, a seed of each says the other
         verdict = f"{'better' if diff > 0 else 'worse'} on the pooled tasks, but within the seed spread"
     else:
@@ -846,7 +848,7 @@ def seed_verdict(stage: dict, stages: list[dict], temp: str, short: bool = False
     if short:
         return verdict
     return (
-        f"{stage['label']}: {diff:+.2f} ({span(mine)} against GRPO's {span(theirs)} over RL seed{'s' * (n > 1)} "
+        f"{stage['label']}: {diff:+.2f} ({span(mine)} against {name}'s {span(theirs)} over RL seed{'s' * (n > 1)} "
         f"{', '.join(both)}; tasks +{g['wins']}/-{g['losses']}, p={g['p']:.2g}): {verdict}."
     )
 
@@ -908,6 +910,14 @@ def render_seed_comparison(rec: dict) -> str:
     verdicts = [v for v in (seed_verdict(st, rec["stages"], head) for st in rec["stages"]) if v]
     if verdicts:
         lines += ["", f"Against GRPO at {head}, the RL seeds pooled:", "", *[f"- {v}" for v in verdicts]]
+    variants = [
+        v
+        for st in rec["stages"]
+        if (b := st["heldout"][head].get("against_base"))
+        and (v := seed_verdict(st, rec["stages"], head, against=b["method"]))
+    ]
+    if variants:  # what the one setting a variant changes does, paired with the method it varies
+        lines += ["", f"Each variant against the method it varies, at {head}:", "", *[f"- {v}" for v in variants]]
     if rec["pending"]:
         lines += ["", f"Not run yet: {', '.join(rec['pending'])}."]
     if any(st["mechanism"] for st in rec["stages"]):  # no table while no run with mechanism metrics has finished

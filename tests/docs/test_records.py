@@ -236,6 +236,18 @@ def test_the_verdict_against_grpo_needs_the_sign_test_and_the_seed_ranges_apart(
         st.update(episodes_trained=None, s_per_iteration=None, mechanism={})
     text = fig.render_seed_comparison(record)
     assert f"- {says['erl']}" in text and "Against GRPO at t0.4, the RL seeds pooled:" in text
+    assert "the method it varies" not in text  # no variant in this table
+    # a variant (cpu_table.VARIANT_OF) is paired with the method it varies too, under its own heading
+    variant = stage("erl-x", {"1": 0.60, "2": 0.63, "3": 0.59}, 6, 8, 0.79)
+    variant.update(label="SFT+ERL without X", episodes_trained=None, s_per_iteration=None, mechanism={})
+    variant["heldout"]["t0.4"]["against_base"] = {"method": "erl", "rl_seeds": 3, "wins": 1, "losses": 11, "p": 0.0063}
+    says = fig.seed_verdict(variant, [*stages, variant], "t0.4", against="erl")
+    assert says == (
+        "SFT+ERL without X: -0.10 (0.59-0.63 against SFT+ERL's 0.69-0.72 over RL seeds 1, 2, 3; tasks +1/-11, "
+        "p=0.0063): worse than SFT+ERL beyond the seed spread."
+    )
+    text = fig.render_seed_comparison({**record, "stages": [*stages, variant]})
+    assert f"Each variant against the method it varies, at t0.4:\n\n- {says}" in text
 
 
 def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
