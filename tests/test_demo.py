@@ -462,24 +462,48 @@ def test_cpu_table_comparison_pairs_each_method_with_grpo_task_by_task_and_seed_
 
 
 def test_cpu_table_pairs_a_variant_with_the_method_it_varies_too(tmp_path):
-    """``seed-no-opd`` (SEED with its distillation term weighted 0) is paired with GRPO like every method, and with
-    SEED of the same RL seed: that pairing is what says whether the term, not SEED's random stream, did something."""
+    """``sapo-readout`` (SAPO with its read-out rows at 100x the learning rate) is paired with GRPO like every method,
+    and with SAPO of the same RL seed: that pairing is what says what the one setting it changes does."""
     import cpu_table
 
     out, runs = tmp_path / "heldout", tmp_path / "runs"
     tasks = range(100000, 100010)
     _fake_eval(out / "t0.4" / "smollm2-sft", {t: True for t in tasks})
     for seed in (1, 2):
-        for method, k in (("grpo", 5), ("seed", 8), ("seed-no-opd", 6)):  # the first k tasks solved
+        for method, k in (("grpo", 5), ("sapo", 8), ("sapo-readout", 6)):  # the first k tasks solved
             _fake_eval(out / "t0.4" / f"smollm2-sft-{method}_s{seed}", {t: t - 100000 < k for t in tasks})
-    rec = cpu_table.comparison("sokoban", ["grpo", "seed", "seed-no-opd"], [1, 2], [0.4], runs, out, "mech")
-    grpo, seed, ablation = (s["heldout"]["t0.4"] for s in rec["stages"])
-    assert ablation["against_grpo"] == {"rl_seeds": 2, "wins": 2, "losses": 0, "p": pytest.approx(0.5)}
-    assert ablation["against_base"] == {"method": "seed", "rl_seeds": 2, "wins": 0, "losses": 4, "p": 0.125}
-    assert "against_base" not in seed and "against_base" not in grpo
+    rec = cpu_table.comparison("sokoban", ["grpo", "sapo", "sapo-readout"], [1, 2], [0.4], runs, out, "mech")
+    grpo, sapo, variant = (s["heldout"]["t0.4"] for s in rec["stages"])
+    assert variant["against_grpo"] == {"rl_seeds": 2, "wins": 2, "losses": 0, "p": pytest.approx(0.5)}
+    assert variant["against_base"] == {"method": "sapo", "rl_seeds": 2, "wins": 0, "losses": 4, "p": 0.125}
+    assert "against_base" not in sapo and "against_base" not in grpo
     # without the method it varies in the table, a variant is paired with GRPO only
-    rec = cpu_table.comparison("sokoban", ["grpo", "seed-no-opd"], [1, 2], [0.4], runs, out, "mech")
+    rec = cpu_table.comparison("sokoban", ["grpo", "sapo-readout"], [1, 2], [0.4], runs, out, "mech")
     assert "against_base" not in rec["stages"][1]["heldout"]["t0.4"]
+
+
+def test_cpu_table_says_how_long_a_run_played_grpos_episodes(tmp_path):
+    """Same start, same sampling seeds: a method plays GRPO's episodes of the same RL seed until its weights differ.
+    The record counts those leading iterations per seed, from both runs' logged rollout metrics."""
+    import cpu_table
+
+    runs = tmp_path / "runs"
+
+    def log(name: str, rows: list[tuple[float, float]]) -> None:
+        (runs / name).mkdir(parents=True)
+        lines = [
+            {"iteration": i + 1, "charts/success_rate": a, "rollout/response_length": b}
+            for i, (a, b) in enumerate(rows)
+        ]
+        (runs / name / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+
+    log("grpo_smollm2_sokoban_s1", [(0.8, 30.0), (0.9, 31.0), (0.7, 30.5)])
+    log("seed_smollm2_sokoban_s1", [(0.8, 30.0), (0.9, 31.5), (0.7, 30.5)])  # same success, other tokens at 2
+    log("grpo_smollm2_sokoban_s2", [(0.5, 30.0), (0.6, 31.0)])
+    log("seed_smollm2_sokoban_s2", [(0.5, 30.0), (0.6, 31.0)])
+    log("sapo_smollm2_sokoban_s1", [(0.6, 29.0), (0.9, 31.0), (0.7, 30.5)])
+    assert cpu_table.same_rollouts(runs, "sokoban", "seed", [1, 2, 3]) == {"1": 1, "2": 2}  # no run of seed 3
+    assert cpu_table.same_rollouts(runs, "sokoban", "sapo", [1]) == {"1": 0}
 
 
 def test_cpu_table_sft_seeds_train_other_sft_seeds_and_report_the_sft_rows_spread(tmp_path, monkeypatch):

@@ -12,8 +12,7 @@
 reflection/lesson-in-context rows written by the privileged grid analyser), in its own folders (``runs/mech``,
 ``runs/heldout/ENV-mech``), so ``erl`` / ``seed`` are ERL and SEED with the model's *own* reflections and lessons
 and ``erl-oracle`` / ``seed-oracle`` the same methods with the privileged analyser's (the mechanisms' upper bound;
-they run the first of ``--seeds`` only: one seed is enough for them; ``--oracle-seeds N``: the first N), ablations
-``seed-no-opd`` (SEED with its distillation term weighted 0: its random stream, GRPO's update),
+they run the first of ``--seeds`` only: one seed is enough for them; ``--oracle-seeds N``: the first N), variants
 ``seed-strong-oracle`` (lambda_opd 1) and ``sapo-readout`` (the read-out rows at 100x the learning rate);
 ``--sft mech_plans`` the same from the recipe whose text-in-context rows sit where the text decides the move
 (``runs/mech_plans``), ``--sft mech_lessons`` from that recipe with lesson rows at the cells a lesson does not name
@@ -90,7 +89,6 @@ METHODS = (
     "erl-oracle",
     "seed-oracle",
     "seed-strong-oracle",
-    "seed-no-opd",
     "sapo-readout",
 )
 
@@ -132,7 +130,7 @@ def sft_recipe_of(model: str) -> SftRecipe:
 SFT_SEED_MICRO_BATCH = 2
 #: a variant -> the method it changes one setting of: each run is paired with that method's run of the same RL seed
 #: too (``against_base``), which says what the setting does where GRPO's pairing mixes it with the method's
-VARIANT_OF = {"seed-no-opd": "seed", "seed-strong-oracle": "seed-oracle", "sapo-readout": "sapo"}
+VARIANT_OF = {"seed-strong-oracle": "seed-oracle", "sapo-readout": "sapo"}
 #: the metrics that show each seed method's own mechanism at work (logged every iteration by the baselines)
 MECHANISM = {
     "erl": (
@@ -465,6 +463,31 @@ def stage_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict[str
     }
 
 
+#: what a training iteration's rollouts are compared by (equal in all: the same episodes, as far as the log says)
+ROLLOUT_METRICS = (
+    "charts/success_rate",
+    "charts/episodic_return",
+    "rollout/response_length",
+    "rollout/num_turns",
+    "rollout/invalid_action_rate",
+)
+
+
+def same_rollouts(runs: Path, env: str, method: str, seeds: list[int]) -> dict[str, int]:
+    """Per RL seed, the leading training iterations whose rollouts equal GRPO's of the same seed (``ROLLOUT_METRICS``).
+    Both draw the same sampling seeds from the same start, so they play the same episodes until their weights differ:
+    the first update's difference (an advantage, a loss term) shows as the iteration where they part."""
+    mine_cfg, grpo_cfg = config(env, method), config(env, "grpo")
+    out = {}
+    for s in seeds:
+        mine = [r for r in metrics_rows(runs / f"{mine_cfg['exp_name']}_s{s}") if "charts/success_rate" in r]
+        theirs = [r for r in metrics_rows(runs / f"{grpo_cfg['exp_name']}_s{s}") if "charts/success_rate" in r]
+        if mine and theirs:
+            same = [all(a.get(k) == b.get(k) for k in ROLLOUT_METRICS) for a, b in zip(mine, theirs)]
+            out[str(s)] = same.index(False) if False in same else len(same)
+    return out
+
+
 def mechanism_facts(runs: Path, env: str, method: str, seeds: list[int]) -> dict[str, dict[str, list[float]]]:
     """Per mechanism metric of ``method`` (``MECHANISM``): each seed's mean over iterations and last value."""
     keys = MECHANISM.get(script(method), ())
@@ -562,6 +585,7 @@ def comparison(
         runs, env, sft, [int(s) for s in spread.get(tag(temps[0]), {}).get("per_seed", {})], archived
     )
     stages, pending = [], []
+    grpo_done = [s for s in seeds if _done(out, temps[0], "grpo", s)]  # the finished GRPO runs
     for m in methods:
         # a run counts once its headline evaluation exists (its training finished, its checkpoint evaluated)
         done = [s for s in method_seeds(m, seeds, oracle_seeds) if _done(out, temps[0], m, s)]
@@ -585,6 +609,11 @@ def comparison(
                 "label": entry_meta(f"smollm2-sft-{m}_s0", sft_variant=sft)["method"],
                 "heldout": per_temp,
                 "mechanism": mechanism_facts(runs, env, m, done) if script(m) in MECHANISM else {},
+                **(
+                    {"same_rollouts_as_grpo": same_rollouts(runs, env, m, [s for s in done if s in grpo_done])}
+                    if m != "grpo" and "grpo" in solved
+                    else {}
+                ),
                 **{k: None if v != v else v for k, v in facts.items()},  # NaN: no metrics to read
             }
         )
@@ -917,7 +946,6 @@ def entry_meta(name: str, sft_epochs: int | None = None, sft_variant: str = "act
         "erl-oracle": "ERL (oracle reflections)",
         "seed-oracle": "SEED (oracle lessons)",
         "seed-strong-oracle": "SEED (oracle lessons, lambda_opd 1)",
-        "seed-no-opd": "SEED without its distillation term (lambda_opd 0)",
         "sapo-readout": "SAPO (read-out rows at 100x lr)",
     }.get(method)
     label = label or method.upper()

@@ -918,6 +918,15 @@ def render_seed_comparison(rec: dict) -> str:
     ]
     if variants:  # what the one setting a variant changes does, paired with the method it varies
         lines += ["", f"Each variant against the method it varies, at {head}:", "", *[f"- {v}" for v in variants]]
+    if same := [(st["label"], st["same_rollouts_as_grpo"]) for st in rec["stages"] if st.get("same_rollouts_as_grpo")]:
+        lines += [
+            "",
+            "Training iterations that played GRPO's episodes, per RL seed (the same sampling seeds from the same start "
+            "give the same episodes until the weights differ; compared by success, return, response length, turns and "
+            "invalid actions): "
+            + "; ".join(f"{label} " + ", ".join(f"s{k} {n}" for k, n in per.items()) for label, per in same)
+            + ".",
+        ]
     if rec["pending"]:
         lines += ["", f"Not run yet: {', '.join(rec['pending'])}."]
     if any(st["mechanism"] for st in rec["stages"]):  # no table while no run with mechanism metrics has finished

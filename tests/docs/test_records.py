@@ -248,6 +248,10 @@ def test_the_verdict_against_grpo_needs_the_sign_test_and_the_seed_ranges_apart(
     )
     text = fig.render_seed_comparison({**record, "stages": [*stages, variant]})
     assert f"Each variant against the method it varies, at t0.4:\n\n- {says}" in text
+    assert "played GRPO's episodes" not in text  # no record of it: no line
+    apart["same_rollouts_as_grpo"], overlapping["same_rollouts_as_grpo"] = {"1": 1, "2": 0, "3": 6}, {"1": 2}
+    text = fig.render_seed_comparison(record)
+    assert "turns and invalid actions): SFT+ERL s1 1, s2 0, s3 6; SFT+SEED s1 2." in text
 
 
 def test_the_sapo_time_block_splits_each_iteration_and_gives_the_ratio(fig):
