@@ -830,7 +830,7 @@ def seed_verdict(stage: dict, stages: list[dict], temp: str, short: bool = False
     base = ref["heldout"][temp]["per_seed"]
     both = [s for s in h["per_seed"] if s in base]  # the RL seeds the sign test pooled
     mine, theirs = [h["per_seed"][s] for s in both], [base[s] for s in both]
-    diff = round(sum(mine) / len(mine) - sum(theirs) / len(theirs), 2) or 0.0  # no "-0.00"
+    diff = sum(mine) / len(mine) - sum(theirs) / len(theirs)
     apart = min(mine) > max(theirs) or max(mine) < min(theirs)
     n = len(both)
 
@@ -847,8 +847,9 @@ def seed_verdict(stage: dict, stages: list[dict], temp: str, short: bool = False
         verdict = "no difference beyond the seed spread"
     if short:
         return verdict
+    shown = round(diff, 2) or 0.0  # no "-0.00"
     return (
-        f"{stage['label']}: {diff:+.2f} ({span(mine)} against {name}'s {span(theirs)} over RL seed{'s' * (n > 1)} "
+        f"{stage['label']}: {shown:+.2f} ({span(mine)} against {name}'s {span(theirs)} over RL seed{'s' * (n > 1)} "
         f"{', '.join(both)}; tasks +{g['wins']}/-{g['losses']}, p={g['p']:.2g}): {verdict}."
     )
 

@@ -446,7 +446,6 @@ def test_oracle_seed_fits_a_tiny_model_on_frozenlake_with_every_lesson_parsed(tm
     assert metrics["seed/probe_tasks"] == 2.0 and "seed/lesson_gap" in metrics
 
 
-
 def test_without_its_distillation_term_seed_trains_exactly_as_grpo(tmp_path):
     """SEED's rollouts draw the same sampling seeds as GRPO's of the same RL seed, and its lessons (written by the
     policy's own sampler) and the teacher's scoring draw nothing from them: at lambda_opd 0 the weights after three
@@ -472,4 +471,3 @@ def test_without_its_distillation_term_seed_trains_exactly_as_grpo(tmp_path):
     assert metrics["losses/opd_loss"] != 0.0  # the term is computed and weighted 0
     assert torch.equal(weights, param_vector(ref.model))
     assert not torch.equal(seed_run(1.0)[0], weights)  # with a weight, it moves them
-
