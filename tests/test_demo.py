@@ -609,7 +609,7 @@ def test_cpu_table_sigusr1_lets_the_runs_in_progress_finish_and_starts_no_other(
     ]
 
 
-def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path, monkeypatch):
+def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path, monkeypatch, capsys):
     """``--archive``: a finished run's evaluations and metrics.jsonl go into the repository; on a fresh machine they
     come back, the run is not trained again, the comparison reads the same numbers; an SFT start with other weights
     is refused (the runs would no longer be paired)."""
@@ -668,8 +668,33 @@ def test_cpu_table_archive_lets_a_fresh_machine_continue_the_comparison(tmp_path
     cpu_table.check_sft(first, sft, "again")
     assert json.loads((first / "sft.json").read_text())["started"] == "2026-12-07 07:03:15"
     assert "sft_rebuilds" not in cpu_table.sft_provenance(json.loads((first / "sft.json").read_text()))
+    # it names the CPU that built the start (one thread gives the same weights on the same CPU, not on every one);
+    # an archive from before the field learns it from the run that wrote it, not from a rebuild
+    from agentgym.rl.runinfo import cpu_name
+
+    assert json.loads((first / "sft.json").read_text())["versions"]["device_name"] == cpu_name()
+    for name, started in [("old-first", "2026-12-07 07:03:15"), ("old-other", "2026-12-06 10:00:00")]:
+        old = tmp_path / name
+        old.mkdir()
+        (old / "sft.json").write_text(
+            json.dumps({"sha256": digest, "command": "c", "started": started, "versions": {}})
+        )
+        cpu_table.check_sft(old, sft, "again")
+        assert json.loads((old / "sft.json").read_text())["versions"].get("device_name") == (
+            cpu_name() if name == "old-first" else None
+        )
+    # before hours of rebuilding, the command says when the start was built on another CPU
+    built_elsewhere = json.loads((archive / "sft.json").read_text())
+    built_elsewhere["versions"]["device_name"] = "Another CPU, torch AVX2"
+    (archive / "sft.json").write_text(json.dumps(built_elsewhere))
+    cpu_table.warn_other_cpu(archive, tmp_path / "not-built-yet")
+    assert "was built on Another CPU, torch AVX2, this machine is " + cpu_name() in capsys.readouterr().out
+    (sft / "model" / "config.json").write_text("{}")
+    cpu_table.warn_other_cpu(archive, sft)  # the start is here already: the hash check decides, nothing to rebuild
+    cpu_table.warn_other_cpu(first, tmp_path / "not-built-yet")
+    assert capsys.readouterr().out == ""  # built on this CPU: nothing to say
     (sft / "model" / "model.safetensors").write_bytes(b"other weights")
-    with pytest.raises(SystemExit, match="started from the SFT checkpoint"):
+    with pytest.raises(SystemExit, match=r"built on Another CPU, torch AVX2\); .* built here on "):
         cpu_table.check_sft(archive, sft, "again")
     # the command itself refuses a machine whose SFT start differs before it restores anything from the archive:
     # those evaluations would read as runs from this start

@@ -371,6 +371,25 @@ def run_started(run_dir: Path) -> str | None:
     return first[:19] if first[:4].isdigit() else None
 
 
+def warn_other_cpu(archive: Path, sft_dir: Path) -> None:
+    """Say before an SFT start is rebuilt (hours on one thread) that the archive's start came from another CPU: its
+    one-thread weights matched the same CPU's rebuilds, and another CPU gave other ones (the FrozenLake lessons start
+    of 2026-12-06, rebuilt on an AMD EPYC); the hash check after training decides."""
+    from agentgym.rl.runinfo import cpu_name
+
+    meta = archive / "sft.json"
+    if (sft_dir / "model" / "config.json").exists() or not meta.exists():
+        return
+    built_on = json.loads(meta.read_text()).get("versions", {}).get("device_name")
+    if built_on != cpu_name():
+        print(
+            f"note: the SFT start archived in {os.path.relpath(archive, ROOT)} was built on "
+            f"{built_on or 'a CPU it does not name'}, this machine is {cpu_name()}: the rebuild may give other "
+            "weights, and the runs from it are then refused",
+            flush=True,
+        )
+
+
 def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
     """The SFT checkpoint's hash, written to ``archive/sft.json`` the first time (with when that run began and, for a
     lesson/reflection recipe, the version of the privileged text it learned: ``baselines.sft.oracle_text_of``, and
@@ -379,11 +398,11 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
     paired). One with the same hash from another run -- a fresh machine that retrained the start -- is added to the
     archive's ``rebuilds`` (its start, date, versions): the evidence that the command rebuilds the same weights. An
     archive from before ``started`` was recorded counts every run it meets as a rebuild (its first machine is gone)."""
-    from agentgym.rl.runinfo import versions
+    from agentgym.rl.runinfo import cpu_name, versions
 
     def machine() -> dict:  # what is written of the machine, only when something is written
         v = versions()
-        return {k: v.get(k) for k in ("torch", "transformers", "numpy", "platform")}
+        return {k: v.get(k) for k in ("torch", "transformers", "numpy", "platform", "device_name")}
 
     digest = weights_sha256(sft_dir / "model")
     meta = archive / "sft.json"
@@ -391,10 +410,12 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
     if meta.exists():
         known = json.loads(meta.read_text())
         if known["sha256"] != digest:
+            built_on = known.get("versions", {}).get("device_name", "a CPU the archive does not name")
             raise SystemExit(
                 f"the runs archived in {archive} started from the SFT checkpoint {known['sha256'][:12]} "
-                f"({known['command']}); {sft_dir} is {digest[:12]}. Retrain it with that command on one thread "
-                "(the same versions give the same weights), or give another --archive for a new comparison"
+                f"({known['command']}, built on {built_on}); {sft_dir} is {digest[:12]}, built here on "
+                f"{cpu_name()}. That command on one thread gives the same weights with the same versions on the "
+                "same CPU, not always on another: retrain it there, or give another --archive for a new comparison"
             )
         seen = [known.get("started"), *(r["started"] for r in known.get("rebuilds", []))]
         changed = dict(known)
@@ -406,6 +427,8 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
             ]
         if "validation" not in known and (validation := last_validation(sft_dir)):
             changed["validation"] = validation  # archives from before the field: kept the first time a run is here
+        if started is not None and started == known.get("started") and "device_name" not in known["versions"]:
+            changed["versions"] = {**known["versions"], "device_name": cpu_name()}  # the run that wrote it is here
         if changed != known:
             meta.write_text(json.dumps(changed, indent=1) + "\n")
         return digest
@@ -815,6 +838,8 @@ def main(argv: list[str] | None = None) -> int:
         # with an archive the SFT start trains on one thread: deterministic there, so a fresh machine rebuilds the same
         # one (two threads give other weights; one thread's determinism: tests/baselines/test_sft.py, -m slow)
         sft_threads = 1 if archive is not None else opts.threads
+        if archive is not None:
+            warn_other_cpu(archive, runs / config(opts.env, "sft", opts.sft)["exp_name"])
         sft_dir = train(opts.env, "sft", None, runs, sft_threads, opts.sft_epochs, opts.sft)
         if archive is not None:
             check_sft(archive, sft_dir, sft_cmd)

@@ -49,6 +49,25 @@ def _git(root: Path, *args: str) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+def cpu_name() -> str:
+    """The CPU's model name and the vector width torch's kernels use (``AMD EPYC, torch AVX512``): float results, so
+    a one-thread run's weights, can differ between CPUs of the same versions (the platform string does not tell)."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        import torch
+
+        return f"{model}, torch {torch.backends.cpu.get_cpu_capability()}"
+    except ImportError:
+        return model
+
+
 def versions(device: str | None = None) -> dict[str, Any]:
     """Versions of what a run depends on, the checkout's git commit (None outside a git checkout), the device."""
     import importlib.metadata as md
@@ -78,6 +97,8 @@ def versions(device: str | None = None) -> dict[str, Any]:
 
         out["device_name"] = torch.cuda.get_device_name(0)
         out["cuda"] = torch.version.cuda
+    else:
+        out["device_name"] = cpu_name()
     out["platform"] = platform.platform()
     out["argv"] = sys.argv
     return out
