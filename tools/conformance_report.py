@@ -11,6 +11,7 @@ machine and 9.3e-10, a float32 rounding step, on another), and the page must not
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -142,7 +143,7 @@ def _load_checks():
 
 def magnitude(diff: float) -> str:
     """``0`` where the two agree bit for bit, else the suite's bound (its tests fail above it)."""
-    return "0" if diff == 0.0 else f"<= {_suite().TOL:.0e}".replace("e-0", "e-")
+    return "0" if diff == 0.0 else f"<= 1e{round(math.log10(_suite().TOL))}"
 
 
 def render(checks: list) -> str:

@@ -427,8 +427,11 @@ def check_sft(archive: Path, sft_dir: Path, command: str) -> str:
             ]
         if "validation" not in known and (validation := last_validation(sft_dir)):
             changed["validation"] = validation  # archives from before the field: kept the first time a run is here
-        if started is not None and started == known.get("started") and "device_name" not in known["versions"]:
-            changed["versions"] = {**known["versions"], "device_name": cpu_name()}  # the run that wrote it is here
+        if started is not None and started == known.get("started") and "device_name" not in known.get("versions", {}):
+            changed["versions"] = {
+                **known.get("versions", {}),
+                "device_name": cpu_name(),
+            }  # the run that wrote it is here
         if changed != known:
             meta.write_text(json.dumps(changed, indent=1) + "\n")
         return digest
@@ -835,8 +838,9 @@ def main(argv: list[str] | None = None) -> int:
         if s in method_seeds(m, seeds, opts.oracle_seeds) and not _evaluated(out, temps, eval_name(m, s))
     ]
     if not opts.table_only and (todo or todo_sft or not _evaluated(out, temps, "smollm2-sft") or not mech):
-        # with an archive the SFT start trains on one thread: deterministic there, so a fresh machine rebuilds the same
-        # one (two threads give other weights; one thread's determinism: tests/baselines/test_sft.py, -m slow)
+        # with an archive the SFT start trains on one thread: deterministic there, so a fresh machine with the same CPU
+        # rebuilds the same one (two threads, or another CPU, can give other weights; one thread's determinism:
+        # tests/baselines/test_sft.py, -m slow)
         sft_threads = 1 if archive is not None else opts.threads
         if archive is not None:
             warn_other_cpu(archive, runs / config(opts.env, "sft", opts.sft)["exp_name"])
