@@ -141,13 +141,13 @@ def _load_checks():
     return _suite().all_checks()
 
 
-def magnitude(diff: float) -> str:
-    """``0`` where the two agree bit for bit, else the suite's bound (its tests fail above it)."""
-    return "0" if diff == 0.0 else f"<= 1e{round(math.log10(_suite().TOL))}"
-
-
 def render(checks: list) -> str:
-    rows = "".join(f"| {c.quantity} | `{c.ours}` | {c.reference} | {magnitude(c.max_diff)} |\n" for c in checks)
+    """The page; a difference is ``0`` where the two agree bit for bit, else the suite's bound (its tests fail above
+    it), looked up once."""
+    bound = f"<= 1e{round(math.log10(_suite().TOL))}"
+    rows = "".join(
+        f"| {c.quantity} | `{c.ours}` | {c.reference} | {'0' if c.max_diff == 0.0 else bound} |\n" for c in checks
+    )
     return HEADER + rows + FOOTER
 
 
