@@ -526,8 +526,12 @@ def main(argv: list[str] | None = None) -> int:
     opts = p.parse_args(argv)
     if not Path(opts.model).exists():
         raise SystemExit(f"no run folder {opts.model}: train it first (tools/cpu_table.py --sft mech)")
+    from cpu_table import weights_sha256
+
     from agentgym.rl.runinfo import versions
 
+    model_sha256 = weights_sha256(Path(opts.model) / "model")  # before the probe: a folder without weights fails now
+    ran_on = versions()  # the checkout the probe started from (the tree may change while it runs)
     t0 = time.time()
     if opts.context_rows:
         value = {
@@ -553,8 +557,10 @@ def main(argv: list[str] | None = None) -> int:
         "value": value,
         "env": ENVS[opts.env],
         "model": opts.model,
+        # which build of the run folder's recipe was probed (the SFT start's identity in the comparison archives)
+        "model_sha256": model_sha256,
         "oracle_text": oracle_text_of(opts.model),  # the privileged text the SFT start learned
-        "versions": versions(),
+        "versions": ran_on,
         "date": time.strftime("%Y-%m-%d", time.gmtime(t0)),
         "machine": f"{platform.machine()}, {__import__('os').cpu_count()} CPUs",
         "command": "python tools/mechanism_probe.py " + " ".join(argv if argv is not None else sys.argv[1:]),
