@@ -692,6 +692,8 @@ CONTEXT_ROWS = {
         RECORDS / "mechanism_context_rows_frozenlake.json",
         RECORDS / "mechanism_lesson_off_cell_frozenlake_plans.json",
         RECORDS / "mechanism_context_rows_frozenlake_lessons.json",
+        RECORDS
+        / "mechanism_context_rows_frozenlake_lessons_build2.json",  # its second build: the RL comparison's start
     ),
     "mechanism-context-rows-sokoban": (RECORDS / "mechanism_context_rows_sokoban.json",),
 }
@@ -760,7 +762,7 @@ def render_context_rows(records: list[dict]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for rec in records:
-        recipe = sft_recipe(rec["model"])
+        recipe = probed_start(rec)
         for kind, v in rec["value"]["context_rows"].items():
             odd = v.get("rows_not_expert")
             wrong = v.get("rows_lesson_move_wrong")
@@ -779,7 +781,7 @@ def render_context_rows(records: list[dict]) -> str:
     for rec in records:
         v = rec["versions"]
         lines.append(
-            f"{sft_recipe(rec['model'])}: `{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']})."
+            f"{probed_start(rec)}: `{rec['command']}` (at {v['git_commit'][:7]}; {rec['date']}, {rec['machine']})."
         )
         lines.append("")
         if note := oracle_text_note(rec):
@@ -863,8 +865,9 @@ def render_seed_comparison(rec: dict) -> str:
     def rate(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.2f}"
 
+    start = f" (start {rec['sft_sha256'][:12]}: its weights' SHA-256)" if rec.get("sft_sha256") else ""
     lines = [
-        f"Held-out success on {rec['suite']} (100 seeds), every RL run from one SFT checkpoint; per RL seed, then mean "
+        f"Held-out success on {rec['suite']} (100 seeds), every RL run from one SFT checkpoint{start}; per RL seed, then mean "
         f"(spread = half the range). Against GRPO: held-out tasks this method solves and GRPO of the same RL seed does "
         f"not (+), the reverse (-), pooled over the RL seeds both have, and the two-sided exact sign test's p.",
         "",
@@ -1350,6 +1353,9 @@ PAIRED_EFFECTS = {
         "erl-plans-oracle": RECORDS / "erl_reflection_effect_frozenlake_plans_oracle.json",
         "seed-lessons-oracle": RECORDS / "seed_lesson_effect_frozenlake_lessons_oracle.json",
         "erl-lessons-oracle": RECORDS / "erl_reflection_effect_frozenlake_lessons_oracle.json",
+        # the same recipe's second build (another CPU's weights): the start of its RL comparison
+        "seed-lessons-build2-oracle": RECORDS / "seed_lesson_effect_frozenlake_lessons_build2_oracle.json",
+        "erl-lessons-build2-oracle": RECORDS / "erl_reflection_effect_frozenlake_lessons_build2_oracle.json",
     },
     "sokoban": {"seed-oracle": RECORDS / "seed_lesson_effect_sokoban_oracle.json"},
 }
@@ -1360,6 +1366,14 @@ def sft_recipe(model: str) -> str:
     from cpu_table import sft_recipe_of  # the one registry of SFT recipes: cpu_table's --sft
 
     return sft_recipe_of(model).docs
+
+
+def probed_start(rec: dict) -> str:
+    """What the docs call the checkpoint a probe record measured: its SFT recipe and, where the record names them, the
+    first 12 hex digits of its weights' SHA-256 (two builds of one recipe can differ; a comparison block names its start
+    the same way)."""
+    sha = rec.get("model_sha256")
+    return sft_recipe(rec["model"]) + (f", start {sha[:12]}" if sha else "")
 
 
 def render_paired_effects(records: dict[str, dict]) -> str:
@@ -1386,7 +1400,7 @@ def render_paired_effects(records: dict[str, dict]) -> str:
         "lesson_from_success": ", about a solved one",
     }
     for rec in records.values():
-        model = sft_recipe(rec["model"])
+        model = probed_start(rec)
         if "lessons" in rec["value"]:
             v = rec["value"]["lessons"]
             who = "privileged" if v["analyser"] == "oracle" else "own"

@@ -173,6 +173,7 @@ def test_the_seed_comparison_block_shows_seeds_sign_tests_pending_runs_and_mecha
     assert "fresh machine" not in text  # no rebuild of the start recorded
     rebuild = {"started": "2026-12-07 07:03:15", "date": "2026-12-07", "versions": {"torch": "2.13.0+cpu"}}
     record.update(sft_sha256="1e6bd6bd8483e659", sft_rebuilds=[rebuild])
+    assert "from one SFT checkpoint (start 1e6bd6bd8483: its weights' SHA-256);" in fig.render_seed_comparison(record)
     assert (
         "The SFT start (SHA-256 1e6bd6bd8483) was retrained from its command on a fresh machine once "
         "(run started 2026-12-07 07:03:15, torch 2.13.0+cpu) and gave the same weights"
@@ -471,8 +472,11 @@ def test_the_paired_effects_block_computes_the_gain_from_the_recorded_pairs(fig)
         "command": "python tools/mechanism_probe.py --reflections", **meta,
     }  # fmt: skip
     off_cell = {**lessons, "model": "runs/mech_lessons/sft_smollm2_frozenlake_mech_lessons"}
-    text = fig.render_paired_effects({"l": lessons, "r": reflections, "o": off_cell})
+    # a second build of the same recipe: its rows name the probed weights, as the RL comparison names its start
+    rebuilt = {**off_cell, "model_sha256": "b33d8f01d98a" + "0" * 52}
+    text = fig.render_paired_effects({"l": lessons, "r": reflections, "o": off_cell, "b": rebuilt})
     assert "| SEED, plan-reading SFT, lessons at other cells too | privileged lesson | 4 |" in text
+    assert "| SEED, plan-reading SFT, lessons at other cells too, start b33d8f01d98a | privileged lesson | 4 |" in text
     assert "| SEED, lesson/reflection SFT | privileged lesson | 4 | 1.00 | 0.62 | +0.38 (0.12) | 3 / 0 |" in text
     assert (
         "| SEED, lesson/reflection SFT | privileged lesson, about a failed episode | 3 | 1.00 | 0.50 | +0.50 (0.00) | 3 / 0 | n/a |"
