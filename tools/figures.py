@@ -35,6 +35,7 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1232,6 +1233,13 @@ def render_seed_methods(
         versus = against_grpo(st, method, "t0.4", start=" from the same start")
         return f"After RL from it ({seeds_of(st[method]['heldout']['t0.4'])}): {versus}."
 
+    def second_build(rec: dict | None, words: Callable[[dict], str]) -> str:
+        """The same probe on a second build of the recipe (other weights from the same command: another CPU), the
+        build its RL comparison started from."""
+        if rec is None:
+            return ""
+        return f" Its second build (start {rec['model_sha256'][:12]}, the RL comparison's start): over {words(rec)}."
+
     effects = effects or {}
     lesson_pairs = f"; over {paired_lessons(effects['seed-oracle'])}" if "seed-oracle" in effects else ""
     seed = [
@@ -1280,6 +1288,7 @@ def render_seed_methods(
             erl.append(
                 f"From the plan-reading recipe with lesson rows at the cells a lesson does not name too, over "
                 f"{paired_reflections(effects['erl-lessons-oracle'])}."
+                + second_build(effects.get("erl-lessons-build2-oracle"), paired_reflections)
             )
         if "erl-oracle" in plans_st:
             text = (
@@ -1293,6 +1302,7 @@ def render_seed_methods(
                 text = (
                     f"From the plan-reading recipe with lesson rows at the cells a lesson does not name too, over "
                     f"{paired_lessons(effects['seed-lessons-oracle'])}."
+                    + second_build(effects.get("seed-lessons-build2-oracle"), paired_lessons)
                 )
                 seed.append(" ".join(filter(None, [text, after_rl_from(lessons, "seed-oracle")])))
     sapo_after = after_rl("sapo")

@@ -454,6 +454,18 @@ def test_the_readme_seed_summary_adds_the_plan_reading_comparison_when_it_has_ru
         in entry(text, "SEED")
     )
     assert "`python tools/cpu_table.py --sft mech_lessons L`" in text
+    assert "second build" not in text
+    # the recipe rebuilt on another CPU (other weights): its own probe, named by its weights, before the RL it started
+    effects["seed-lessons-build2-oracle"] = {
+        "value": {"lessons": {"pairs": pairs[:2]}}, "command": "python tools/x.py B", "model_sha256": "b33d8f01d98a" * 5
+    }  # fmt: skip
+    text = fig.render_seed_methods(probes, None, None, None, plans, effects, lessons)
+    assert (
+        "where the lesson is about a failed episode. Its second build (start b33d8f01d98a, the RL comparison's start): "
+        "over 2 tasks, paired by task, the gain is -0.25 (SE 0.25, p=0.32), -0.50 (p=n/a) where the lesson is about a "
+        "failed episode. After RL from it (1 seed)" in entry(text, "SEED")
+    )
+    assert "`python tools/x.py B`" in text
 
 
 def test_the_paired_effects_block_computes_the_gain_from_the_recorded_pairs(fig):
