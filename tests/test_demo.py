@@ -241,6 +241,28 @@ def test_mechanism_probe_writing_alone_says_why_the_unparsed_lessons_failed(tmp_
     assert mechanism_probe.writing("frozenlake", str(tmp_path / "sft"), episodes=3, overrides=tiny) == out
 
 
+def test_a_mechanism_probe_record_names_the_weights_it_probed(tmp_path, monkeypatch):
+    """Two builds of one SFT recipe can differ (another CPU), so a probe record carries the SHA-256 of the checkpoint's
+    weights, the identity the comparison archives give their start; a run folder without weights fails at once."""
+    import cpu_table
+    import mechanism_probe
+
+    _tiny_sft(tmp_path)
+    # the measurement itself is tested above (and needs the CPU config's model): here, what the record says of it
+    monkeypatch.setattr(mechanism_probe, "context_reliance", lambda *a, **k: {"lesson": {"rows": 0}})
+    out = tmp_path / "probe.json"
+    argv = ["--env", "frozenlake", "--model", str(tmp_path / "sft"), "--context-rows", "--out", str(out)]
+    assert mechanism_probe.main(argv) == 0
+    rec = json.loads(out.read_text())
+    assert rec["value"] == {"context_rows": {"lesson": {"rows": 0}}}
+    assert rec["model_sha256"] == cpu_table.weights_sha256(tmp_path / "sft" / "model")
+    assert rec["versions"]["torch"] and rec["command"].endswith(f"--out {out}")
+    (tmp_path / "bare" / "model").mkdir(parents=True)
+    with pytest.raises(SystemExit, match="no \\*.safetensors weights"):
+        mechanism_probe.main(["--model", str(tmp_path / "bare"), "--context-rows", "--out", str(tmp_path / "x.json")])
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_mechanism_probe_lessons_pairs_each_task_conditioned_against_its_lesson_free_rollouts(tmp_path):
     """``--lessons``: one SEED collection with oracle lessons, one lesson-conditioned episode per task with a
     lesson, paired with that task's lesson-free mean; split by the lesson's source episode."""
