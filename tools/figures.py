@@ -693,8 +693,8 @@ CONTEXT_ROWS = {
         RECORDS / "mechanism_context_rows_frozenlake.json",
         RECORDS / "mechanism_lesson_off_cell_frozenlake_plans.json",
         RECORDS / "mechanism_context_rows_frozenlake_lessons.json",
-        RECORDS
-        / "mechanism_context_rows_frozenlake_lessons_build2.json",  # its second build: the RL comparison's start
+        # the same recipe's second build (another CPU's weights): the start of its RL comparison
+        RECORDS / "mechanism_context_rows_frozenlake_lessons_build2.json",
     ),
     "mechanism-context-rows-sokoban": (RECORDS / "mechanism_context_rows_sokoban.json",),
 }
@@ -1371,19 +1371,14 @@ PAIRED_EFFECTS = {
 }
 
 
-def sft_recipe(model: str) -> str:
-    """What the docs call the SFT recipe of ``model`` (a run folder such as ``runs/mech_plans/sft_...``)."""
+def probed_start(rec: dict) -> str:
+    """What the docs call the checkpoint a probe record measured: the SFT recipe of its run folder (``model``, such as
+    ``runs/mech_plans/sft_...``) and, where the record names them, the first 12 hex digits of its weights' SHA-256 (two
+    builds of one recipe can differ; a comparison block names its start the same way)."""
     from cpu_table import sft_recipe_of  # the one registry of SFT recipes: cpu_table's --sft
 
-    return sft_recipe_of(model).docs
-
-
-def probed_start(rec: dict) -> str:
-    """What the docs call the checkpoint a probe record measured: its SFT recipe and, where the record names them, the
-    first 12 hex digits of its weights' SHA-256 (two builds of one recipe can differ; a comparison block names its start
-    the same way)."""
     sha = rec.get("model_sha256")
-    return sft_recipe(rec["model"]) + (f", start {sha[:12]}" if sha else "")
+    return sft_recipe_of(rec["model"]).docs + (f", start {sha[:12]}" if sha else "")
 
 
 def render_paired_effects(records: dict[str, dict]) -> str:
