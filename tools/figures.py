@@ -866,7 +866,7 @@ def render_seed_comparison(rec: dict) -> str:
     def rate(x: float | None) -> str:
         return "n/a" if x is None else f"{x:.2f}"
 
-    start = f" (start {rec['sft_sha256'][:12]}: its weights' SHA-256)" if rec.get("sft_sha256") else ""
+    start = f" ({start_name(rec['sft_sha256'])}: its weights' SHA-256)" if rec.get("sft_sha256") else ""
     lines = [
         f"Held-out success on {rec['suite']} (100 seeds), every RL run from one SFT checkpoint{start}; per RL seed, then mean "
         f"(spread = half the range). Against GRPO: held-out tasks this method solves and GRPO of the same RL seed does "
@@ -1238,7 +1238,7 @@ def render_seed_methods(
         build its RL comparison started from."""
         if rec is None:
             return ""
-        return f" Its second build (start {rec['model_sha256'][:12]}, the RL comparison's start): over {words(rec)}."
+        return f" Its second build ({start_name(rec['model_sha256'])}, the RL comparison's start): over {words(rec)}."
 
     effects = effects or {}
     lesson_pairs = f"; over {paired_lessons(effects['seed-oracle'])}" if "seed-oracle" in effects else ""
@@ -1378,7 +1378,12 @@ def probed_start(rec: dict) -> str:
     from cpu_table import sft_recipe_of  # the one registry of SFT recipes: cpu_table's --sft
 
     sha = rec.get("model_sha256")
-    return sft_recipe_of(rec["model"]).docs + (f", start {sha[:12]}" if sha else "")
+    return sft_recipe_of(rec["model"]).docs + (f", {start_name(sha)}" if sha else "")
+
+
+def start_name(sha256: str) -> str:
+    """How the docs name an SFT start, in comparison blocks and probe rows alike: its weights' hash, 12 hex digits."""
+    return f"start {sha256[:12]}"
 
 
 def render_paired_effects(records: dict[str, dict]) -> str:
